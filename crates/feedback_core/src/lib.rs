@@ -1,0 +1,9 @@
+//! pg_feedback's core, free of Postgres: everything here is plain Rust, tested with `cargo test`.
+//!
+//! - [`model`]: ONNX Runtime sessions, tokenizers, pooling, manifests and checksums.
+//! - [`note`]: how a note's content is normalised and hashed into its id.
+//!
+//! The Postgres extension (the `pg_feedback` crate) is a thin shell over these functions.
+
+pub mod model;
+pub mod note;

@@ -1,0 +1,53 @@
+use std::path::PathBuf;
+
+/// Everything that can go wrong while loading or running a model.
+///
+/// The extension maps each variant to a SQLSTATE and a hint naming the setting to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("could not load ONNX Runtime from \"{path}\": {reason}")]
+    Runtime { path: PathBuf, reason: String },
+
+    #[error("invalid model name \"{name}\": use the name of a folder in the model directory")]
+    InvalidName { name: String },
+
+    #[error("model \"{name}\" not found: no manifest.json in \"{dir}\"")]
+    NotFound { name: String, dir: PathBuf },
+
+    #[error("invalid model manifest \"{path}\": {reason}")]
+    Manifest { path: PathBuf, reason: String },
+
+    #[error(
+        "checksum mismatch for model file \"{path}\": manifest says {expected}, file has {actual}"
+    )]
+    Checksum {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+
+    #[error("could not read model file \"{path}\": {reason}")]
+    Io { path: PathBuf, reason: String },
+
+    #[error("model \"{name}\" has kind {actual}, but kind {expected} is required here")]
+    WrongKind {
+        name: String,
+        expected: &'static str,
+        actual: &'static str,
+    },
+
+    #[error("model \"{name}\" produces {actual}-wide vectors, but pg_feedback stores {expected}-wide vectors")]
+    WrongDimensions {
+        name: String,
+        expected: usize,
+        actual: usize,
+    },
+
+    #[error("could not load tokenizer of model \"{name}\": {reason}")]
+    Tokenizer { name: String, reason: String },
+
+    #[error("inference failed in model \"{name}\": {reason}")]
+    Inference { name: String, reason: String },
+}
+
+pub type Result<T, E = ModelError> = std::result::Result<T, E>;

@@ -1,0 +1,214 @@
+//! The seam between callers and whoever runs the models.
+
+use std::path::PathBuf;
+
+use super::encoder::{CrossEncoder, Embedder, TextRole};
+use super::error::{ModelError, Result};
+use super::runtime;
+
+/// Where models and the runtime live, and how to run them. Read from settings on every call, so a changed
+/// setting takes effect on the next call (a changed runtime library: in new sessions only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostConfig {
+    pub runtime_library: PathBuf,
+    pub model_dir: PathBuf,
+    pub intra_threads: usize,
+    /// Width every embedding model must produce.
+    pub dimensions: usize,
+    /// Most texts per model run.
+    pub batch_size: usize,
+}
+
+/// Runs models on behalf of callers. The extension talks to models only through this trait.
+pub trait ModelHost {
+    /// Embeds `texts` (in runs of `cfg.batch_size`, calling `between` before each run), in input order.
+    fn embed(
+        &mut self,
+        cfg: &HostConfig,
+        model: &str,
+        texts: &[&str],
+        role: TextRole,
+        between: &mut dyn FnMut(),
+    ) -> Result<Vec<Vec<f32>>>;
+    /// Cross-encoder scores of every passage against `query`, in input order.
+    fn rerank(
+        &mut self,
+        cfg: &HostConfig,
+        model: &str,
+        query: &str,
+        passages: &[&str],
+    ) -> Result<Vec<f32>>;
+    /// Tokens the embedding model's tokenizer makes of `text` (special tokens excluded).
+    fn count_tokens(&mut self, cfg: &HostConfig, model: &str, text: &str) -> Result<usize>;
+}
+
+/// Runs models in the calling process. Sessions are created on first use and kept in small bounded lists
+/// (most recently used first), so switching models back and forth does not reload and memory stays bounded.
+pub struct LocalHost {
+    embedders: Vec<(Key, Embedder)>,
+    cross_encoders: Vec<(Key, CrossEncoder)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    dir: PathBuf,
+    threads: usize,
+}
+
+/// At most this many sessions of each kind stay loaded.
+const CAPACITY: usize = 2;
+
+impl Default for LocalHost {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LocalHost {
+    pub const fn new() -> Self {
+        LocalHost {
+            embedders: Vec::new(),
+            cross_encoders: Vec::new(),
+        }
+    }
+
+    /// Number of loaded sessions (embedding, cross-encoder).
+    pub fn loaded(&self) -> (usize, usize) {
+        (self.embedders.len(), self.cross_encoders.len())
+    }
+
+    pub fn embedder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut Embedder> {
+        cached(&mut self.embedders, key(cfg, model)?, |k| {
+            Embedder::load(
+                &runtime::environment(&cfg.runtime_library)?,
+                &k.dir,
+                k.threads,
+                cfg.dimensions,
+            )
+        })
+    }
+
+    pub fn cross_encoder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut CrossEncoder> {
+        cached(&mut self.cross_encoders, key(cfg, model)?, |k| {
+            CrossEncoder::load(
+                &runtime::environment(&cfg.runtime_library)?,
+                &k.dir,
+                k.threads,
+            )
+        })
+    }
+}
+
+impl ModelHost for LocalHost {
+    fn embed(
+        &mut self,
+        cfg: &HostConfig,
+        model: &str,
+        texts: &[&str],
+        role: TextRole,
+        between: &mut dyn FnMut(),
+    ) -> Result<Vec<Vec<f32>>> {
+        let batch_size = cfg.batch_size;
+        self.embedder(cfg, model)?
+            .embed_batched(texts, role, batch_size, between)
+    }
+
+    fn rerank(
+        &mut self,
+        cfg: &HostConfig,
+        model: &str,
+        query: &str,
+        passages: &[&str],
+    ) -> Result<Vec<f32>> {
+        self.cross_encoder(cfg, model)?.score(query, passages)
+    }
+
+    fn count_tokens(&mut self, cfg: &HostConfig, model: &str, text: &str) -> Result<usize> {
+        self.embedder(cfg, model)?.count_tokens(text)
+    }
+}
+
+/// A model name is the name of a folder inside the model directory, nothing more.
+fn key(cfg: &HostConfig, model: &str) -> Result<Key> {
+    let valid = !model.is_empty()
+        && model != "."
+        && model != ".."
+        && model
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !valid {
+        return Err(ModelError::InvalidName {
+            name: model.to_string(),
+        });
+    }
+    Ok(Key {
+        dir: cfg.model_dir.join(model),
+        threads: cfg.intra_threads.max(1),
+    })
+}
+
+fn cached<T>(
+    list: &mut Vec<(Key, T)>,
+    key: Key,
+    load: impl FnOnce(&Key) -> Result<T>,
+) -> Result<&mut T> {
+    match list.iter().position(|(k, _)| *k == key) {
+        Some(i) => {
+            let entry = list.remove(i);
+            list.insert(0, entry);
+        }
+        None => {
+            let value = load(&key)?;
+            list.truncate(CAPACITY - 1);
+            list.insert(0, (key, value));
+        }
+    }
+    Ok(&mut list[0].1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> HostConfig {
+        HostConfig {
+            runtime_library: "/nonexistent/libonnxruntime.so".into(),
+            model_dir: "/models".into(),
+            intra_threads: 1,
+            dimensions: 384,
+            batch_size: 64,
+        }
+    }
+
+    #[test]
+    fn model_names_cannot_escape_the_model_dir() {
+        for bad in ["", "..", "../etc", "a/b", "x y"] {
+            assert!(
+                matches!(key(&cfg(), bad), Err(ModelError::InvalidName { .. })),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            key(&cfg(), "bge-small-en-v1.5").unwrap().dir,
+            PathBuf::from("/models/bge-small-en-v1.5")
+        );
+    }
+
+    #[test]
+    fn cache_is_bounded_and_most_recent_first() {
+        let mut list: Vec<(Key, u32)> = Vec::new();
+        let k = |d: &str| Key {
+            dir: d.into(),
+            threads: 1,
+        };
+        for (i, d) in ["a", "b", "c"].iter().enumerate() {
+            cached(&mut list, k(d), |_| Ok(i as u32)).unwrap();
+        }
+        assert_eq!(list.len(), CAPACITY);
+        assert_eq!(list[0].0, k("c"));
+        // A hit does not load again.
+        let v = *cached(&mut list, k("b"), |_| panic!("must not reload")).unwrap();
+        assert_eq!(v, 1);
+        assert_eq!(list[0].0, k("b"));
+    }
+}

@@ -1,0 +1,18 @@
+//! Local model inference: ONNX Runtime sessions + Hugging Face tokenizers, no Postgres.
+//!
+//! [`ModelHost`] is the one seam between "who runs the model" and its callers: the extension asks a host for
+//! embeddings and scores and never touches a session itself. [`LocalHost`] runs the models in the calling
+//! process; a host that forwards to a shared background worker can replace it without touching callers.
+
+mod encoder;
+mod error;
+mod host;
+mod manifest;
+mod pooling;
+mod runtime;
+
+pub use encoder::{CrossEncoder, Embedder, TextRole};
+pub use error::{ModelError, Result};
+pub use host::{HostConfig, LocalHost, ModelHost};
+pub use manifest::{sha256_hex, Manifest, ModelKind, Pooling, MANIFEST_FILE};
+pub use pooling::{cosine, l2_normalize, pool};

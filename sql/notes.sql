@@ -1,0 +1,254 @@
+-- pg_feedback: embedding functions, the notes table, its triggers and the ingest API.
+-- Internal helpers start with "_fb_"; everything a user calls starts with "fb_".
+
+------------------------------------------------------------------------------------------------------------------
+-- Embedding
+------------------------------------------------------------------------------------------------------------------
+
+CREATE FUNCTION fb_embed(text) RETURNS vector(384)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN _fb_embed($1, false)::vector(384);
+
+CREATE FUNCTION fb_embed_query(text) RETURNS vector(384)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN _fb_embed($1, true)::vector(384);
+
+CREATE FUNCTION fb_embed_batch(texts text[], query boolean DEFAULT false) RETURNS vector[]
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    BEGIN ATOMIC
+        SELECT array_agg(e::vector(384) ORDER BY n)
+          FROM _fb_embed_batch(texts, query) WITH ORDINALITY AS t(e, n);
+    END;
+
+COMMENT ON FUNCTION fb_embed(text) IS
+    'Embedding of a document (a note) with the model in pg_feedback.embedding_model: 384-wide, L2-normalised. '
+    'Inputs longer than the model''s token limit are truncated. STABLE: the result depends on the configured model.';
+COMMENT ON FUNCTION fb_embed_query(text) IS
+    'Embedding of a search query: like fb_embed, with the model''s query prefix (bge-small-en-v1.5: '
+    '"Represent this sentence for searching relevant passages: ").';
+COMMENT ON FUNCTION fb_embed_batch(text[], boolean) IS
+    'Embeddings of many texts in batched model runs (pg_feedback.embed_batch_size texts per run), in input order; '
+    'NULL for a NULL element. query => true applies the query prefix.';
+COMMENT ON FUNCTION _fb_embed(text, boolean) IS 'Internal: one embedding as real[]; use fb_embed or fb_embed_query.';
+COMMENT ON FUNCTION _fb_embed_batch(text[], boolean) IS 'Internal: batched embeddings as rows of real[]; use fb_embed_batch.';
+COMMENT ON FUNCTION fb_embedding_model() IS 'The configured embedding model (pg_feedback.embedding_model).';
+COMMENT ON FUNCTION fb_count_tokens(text) IS
+    'Tokens the embedding model''s tokenizer makes of a text (special tokens excluded, no truncation).';
+COMMENT ON FUNCTION fb_models() IS 'Models installed in pg_feedback.model_dir, as their manifests describe them.';
+COMMENT ON FUNCTION fb_rerank(text, text[]) IS
+    'Cross-encoder (pg_feedback.rerank_model) relevance of each passage to the query, in input order, from one '
+    'batched run. Scores are raw logits: higher is more relevant, not probabilities. NULL passage, NULL score.';
+COMMENT ON FUNCTION fb_note_id(text, text, text) IS
+    'Content-hashed note id: sha256 hex of lower(trim(task_type)), lesson and correction (each trimmed, '
+    'whitespace runs collapsed), joined by U+001F.';
+COMMENT ON FUNCTION fb_document_text(text, text) IS 'The text a note is embedded from: "task_type: lesson".';
+
+------------------------------------------------------------------------------------------------------------------
+-- Notes
+------------------------------------------------------------------------------------------------------------------
+
+CREATE TABLE feedback_notes (
+    id               text PRIMARY KEY,
+    task_type        text NOT NULL,
+    wrong_answer     text NOT NULL DEFAULT '',
+    correction       text NOT NULL,
+    lesson           text NOT NULL,
+    embedding        vector(384),
+    embedding_model  text,
+    source           text NOT NULL DEFAULT 'review_ui',
+    created_by       text NOT NULL DEFAULT session_user,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    updated_at       timestamptz NOT NULL DEFAULT now(),
+    report_count     integer NOT NULL DEFAULT 1 CHECK (report_count >= 1),
+    status           text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'deprecated'))
+);
+
+CREATE INDEX feedback_notes_embedding_idx ON feedback_notes USING hnsw (embedding vector_cosine_ops);
+CREATE INDEX feedback_notes_task_type_idx ON feedback_notes (task_type, status);
+
+SELECT pg_catalog.pg_extension_config_dump('feedback_notes', '');
+
+COMMENT ON TABLE feedback_notes IS
+    'One reviewer correction per row. id is the content hash (fb_note_id): submitting the same correction again '
+    'updates the row. Notes are never deleted by the API: fb_deprecate sets status = ''deprecated''.';
+COMMENT ON COLUMN feedback_notes.id IS 'fb_note_id(task_type, lesson, correction); set by the insert trigger.';
+COMMENT ON COLUMN feedback_notes.task_type IS 'Kind of task the lesson applies to (lower case), e.g. sql_injection_scan.';
+COMMENT ON COLUMN feedback_notes.wrong_answer IS 'What the model answered (latest report).';
+COMMENT ON COLUMN feedback_notes.correction IS 'What the reviewer said the right answer is.';
+COMMENT ON COLUMN feedback_notes.lesson IS 'The one-line lesson fed back into prompts.';
+COMMENT ON COLUMN feedback_notes.embedding IS 'Embedding of "task_type: lesson", computed in the inserting transaction.';
+COMMENT ON COLUMN feedback_notes.embedding_model IS 'The model that computed embedding.';
+COMMENT ON COLUMN feedback_notes.source IS 'Where the latest report came from (provenance), e.g. review_ui, import.';
+COMMENT ON COLUMN feedback_notes.created_by IS 'Database role that first reported the note.';
+COMMENT ON COLUMN feedback_notes.report_count IS 'How many times the note was reported.';
+COMMENT ON COLUMN feedback_notes.status IS 'active, or deprecated (soft-deleted: kept, never retrieved).';
+
+-- Raises invalid_parameter_value for a blank required text field.
+CREATE FUNCTION _fb_require(value text, field text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+BEGIN
+    IF value IS NULL OR btrim(value) = '' THEN
+        RAISE EXCEPTION 'a feedback note needs a non-empty %', field
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'task_type, lesson and correction are required; wrong_answer may be empty.';
+    END IF;
+END $$;
+COMMENT ON FUNCTION _fb_require(text, text) IS 'Internal: rejects a blank required field with a clear error.';
+
+-- BEFORE INSERT, per row: normalise, compute the id; a note that already exists is updated instead (the new row
+-- is dropped), so re-submitting never duplicates. The embedding is left for the statement trigger below.
+CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT
+    AS $$
+BEGIN
+    PERFORM _fb_require(NEW.task_type, 'task_type'), _fb_require(NEW.lesson, 'lesson'),
+            _fb_require(NEW.correction, 'correction');
+    NEW.task_type := lower(btrim(NEW.task_type));
+    NEW.id := fb_note_id(NEW.task_type, NEW.lesson, NEW.correction);
+    -- Same-id submissions wait for each other, so concurrent re-submissions update instead of failing.
+    PERFORM pg_advisory_xact_lock(hashtextextended('pg_feedback:' || NEW.id, 0));
+    UPDATE feedback_notes
+       SET wrong_answer = coalesce(nullif(NEW.wrong_answer, ''), wrong_answer),
+           source = NEW.source,
+           updated_at = now(),
+           report_count = report_count + 1
+     WHERE id = NEW.id;
+    IF FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- An embedding is trusted only with the model that made it (a restore); otherwise it is computed.
+    IF NEW.embedding IS NULL OR NEW.embedding_model IS NULL THEN
+        NEW.embedding := NULL;
+        NEW.embedding_model := NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+
+-- AFTER INSERT, per statement: embed every new row in batched model runs (one run per
+-- pg_feedback.embed_batch_size rows, grouped into UPDATEs of at most 1024 rows), in the same transaction.
+CREATE FUNCTION _fb_notes_embed_inserted() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT
+    AS $$
+DECLARE
+    model text := fb_embedding_model();
+    chunk record;
+BEGIN
+    FOR chunk IN
+        SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
+          FROM (SELECT id, task_type, lesson, (row_number() OVER ()) / 1024 AS part
+                  FROM inserted_notes WHERE embedding IS NULL) s
+         GROUP BY part
+    LOOP
+        UPDATE feedback_notes f
+           SET embedding = e.embedding, embedding_model = model
+          FROM unnest(chunk.ids, fb_embed_batch(chunk.docs)) AS e(id, embedding)
+         WHERE f.id = e.id;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+-- BEFORE UPDATE of the embedded content, per row: new id, new embedding (single-row model run).
+CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT
+    AS $$
+BEGIN
+    PERFORM _fb_require(NEW.task_type, 'task_type'), _fb_require(NEW.lesson, 'lesson'),
+            _fb_require(NEW.correction, 'correction');
+    NEW.task_type := lower(btrim(NEW.task_type));
+    NEW.id := fb_note_id(NEW.task_type, NEW.lesson, NEW.correction);
+    IF NEW.id <> OLD.id AND EXISTS (SELECT 1 FROM feedback_notes WHERE id = NEW.id) THEN
+        RAISE EXCEPTION 'another note already has this content (id %)', NEW.id
+            USING ERRCODE = 'unique_violation',
+                  HINT = 'Deprecate this note with fb_deprecate instead of editing it into a duplicate.';
+    END IF;
+    IF NEW.task_type IS DISTINCT FROM OLD.task_type OR NEW.lesson IS DISTINCT FROM OLD.lesson
+       OR NEW.embedding IS NULL THEN
+        NEW.embedding := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
+        NEW.embedding_model := fb_embedding_model();
+    END IF;
+    NEW.updated_at := now();
+    RETURN NEW;
+END $$;
+
+CREATE TRIGGER feedback_notes_before_insert BEFORE INSERT ON feedback_notes
+    FOR EACH ROW EXECUTE FUNCTION _fb_notes_before_insert();
+CREATE TRIGGER feedback_notes_embed_inserted AFTER INSERT ON feedback_notes
+    REFERENCING NEW TABLE AS inserted_notes
+    FOR EACH STATEMENT EXECUTE FUNCTION _fb_notes_embed_inserted();
+CREATE TRIGGER feedback_notes_before_update BEFORE UPDATE OF task_type, lesson, correction ON feedback_notes
+    FOR EACH ROW EXECUTE FUNCTION _fb_notes_before_update();
+
+COMMENT ON FUNCTION _fb_notes_before_insert() IS
+    'Trigger: validates and normalises a new note, sets its content-hash id, and turns a re-submission into an update.';
+COMMENT ON FUNCTION _fb_notes_embed_inserted() IS
+    'Trigger: embeds the rows of an INSERT or COPY in batched model runs, in the same transaction.';
+COMMENT ON FUNCTION _fb_notes_before_update() IS
+    'Trigger: recomputes id and embedding when task_type, lesson or correction change.';
+
+------------------------------------------------------------------------------------------------------------------
+-- Ingest API
+------------------------------------------------------------------------------------------------------------------
+
+CREATE TYPE fb_note_input AS (
+    task_type    text,
+    wrong_answer text,
+    correction   text,
+    lesson       text,
+    source       text
+);
+COMMENT ON TYPE fb_note_input IS 'One note for fb_ingest_batch; a NULL source means ''review_ui''.';
+
+CREATE FUNCTION fb_ingest_batch(notes fb_note_input[])
+    RETURNS TABLE (id text, action text)
+    LANGUAGE plpgsql SET search_path FROM CURRENT
+    AS $$
+#variable_conflict use_column
+DECLARE
+    ids text[];
+    existed text[];
+BEGIN
+    SELECT array_agg(fb_note_id(n.task_type, n.lesson, n.correction) ORDER BY ord)
+      INTO ids
+      FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord);
+    SELECT coalesce(array_agg(f.id), '{}') INTO existed FROM feedback_notes f WHERE f.id = ANY (ids);
+
+    INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source)
+    SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, coalesce(n.source, 'review_ui')
+      FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
+     ORDER BY ord;
+
+    RETURN QUERY
+    SELECT i.nid,
+           CASE WHEN i.nid = ANY (existed) OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1
+                THEN 'updated' ELSE 'inserted' END
+      FROM unnest(ids) WITH ORDINALITY AS i(nid, ord)
+     ORDER BY i.ord;
+END $$;
+
+CREATE FUNCTION fb_ingest(task_type text, wrong_answer text, correction text, lesson text,
+                          source text DEFAULT 'review_ui')
+    RETURNS TABLE (id text, action text)
+    LANGUAGE sql SET search_path FROM CURRENT
+    BEGIN ATOMIC
+        SELECT * FROM fb_ingest_batch(ARRAY[ROW(task_type, wrong_answer, correction, lesson, source)::fb_note_input]);
+    END;
+
+CREATE FUNCTION fb_deprecate(note_id text) RETURNS boolean
+    LANGUAGE sql SET search_path FROM CURRENT
+    BEGIN ATOMIC
+        WITH d AS (
+            UPDATE feedback_notes SET status = 'deprecated', updated_at = now()
+             WHERE id = note_id AND status = 'active'
+            RETURNING 1)
+        SELECT count(*) > 0 FROM d;
+    END;
+
+COMMENT ON FUNCTION fb_ingest_batch(fb_note_input[]) IS
+    'Stores many notes with one INSERT (embedded in batched model runs). Returns, in input order, each note''s id and '
+    'action: inserted, or updated when the same correction was already stored (or repeated in the batch).';
+COMMENT ON FUNCTION fb_ingest(text, text, text, text, text) IS
+    'Stores one note: returns its id and action (inserted | updated). Submitting the same correction again updates '
+    'the stored note (latest wrong_answer and source, report_count + 1), never duplicates it.';
+COMMENT ON FUNCTION fb_deprecate(text) IS
+    'Soft-deletes a note (status = deprecated); true if an active note was deprecated. Notes are never deleted.';

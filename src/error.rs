@@ -1,0 +1,86 @@
+//! pg_feedback's one error type. Every user-facing error carries a SQLSTATE, a message naming the bad value,
+//! and a hint naming what to change.
+
+use feedback_core::model::ModelError;
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FbError {
+    /// A model failed to load or run; `setting` names the setting that chose it.
+    #[error("{source}")]
+    Model {
+        setting: &'static str,
+        source: ModelError,
+    },
+}
+
+impl FbError {
+    pub fn model(setting: &'static str) -> impl FnOnce(ModelError) -> FbError {
+        move |source| FbError::Model { setting, source }
+    }
+
+    fn sqlstate(&self) -> PgSqlErrorCode {
+        use PgSqlErrorCode::*;
+        match self {
+            FbError::Model { source, .. } => match source {
+                ModelError::Runtime { .. } => ERRCODE_CONFIG_FILE_ERROR,
+                ModelError::InvalidName { .. } | ModelError::WrongKind { .. } => {
+                    ERRCODE_INVALID_PARAMETER_VALUE
+                }
+                ModelError::NotFound { .. } => ERRCODE_UNDEFINED_FILE,
+                ModelError::Manifest { .. } => ERRCODE_CONFIG_FILE_ERROR,
+                ModelError::Checksum { .. } => ERRCODE_DATA_CORRUPTED,
+                ModelError::Io { .. } => ERRCODE_IO_ERROR,
+                ModelError::WrongDimensions { .. } => ERRCODE_DATA_EXCEPTION,
+                ModelError::Tokenizer { .. } | ModelError::Inference { .. } => {
+                    ERRCODE_EXTERNAL_ROUTINE_EXCEPTION
+                }
+            },
+        }
+    }
+
+    fn hint(&self) -> String {
+        match self {
+            FbError::Model { setting, source } => match source {
+                ModelError::Runtime { .. } => "Set pg_feedback.onnxruntime_library (superuser) to the absolute path \
+                    of libonnxruntime.so (1.17 or newer), then start a new session."
+                    .into(),
+                ModelError::InvalidName { .. } | ModelError::NotFound { .. } | ModelError::WrongKind { .. } => {
+                    format!("Set {setting} to one of the models installed in pg_feedback.model_dir (see fb_models()).")
+                }
+                ModelError::Manifest { .. } | ModelError::Checksum { .. } | ModelError::Io { .. } => format!(
+                    "The files of the model named by {setting} are damaged or incomplete: reinstall them \
+                     (make setup), or point pg_feedback.model_dir at an intact copy."
+                ),
+                ModelError::WrongDimensions { .. } => format!(
+                    "Set {setting} to a model that produces {}-wide vectors.",
+                    crate::gucs::DIMENSIONS
+                ),
+                ModelError::Tokenizer { .. } | ModelError::Inference { .. } => {
+                    format!("Check that the model named by {setting} is a BERT-style ONNX export with its tokenizer.json.")
+                }
+            },
+        }
+    }
+
+    /// Raises this error as a Postgres ERROR (does not return).
+    pub fn report(self) -> ! {
+        let hint = self.hint();
+        ErrorReport::new(self.sqlstate(), self.to_string(), "pg_feedback")
+            .set_hint(hint)
+            .report(PgLogLevel::ERROR);
+        unreachable!("ERROR does not return")
+    }
+}
+
+pub trait OrReport<T> {
+    /// The value, or the error raised as a Postgres ERROR.
+    fn or_report(self) -> T;
+}
+
+impl<T> OrReport<T> for Result<T, FbError> {
+    fn or_report(self) -> T {
+        self.unwrap_or_else(|e| e.report())
+    }
+}

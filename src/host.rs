@@ -1,0 +1,59 @@
+//! The backend's side of the model seam: one [`ModelHost`] per backend, created on first use (never in the
+//! postmaster), reading settings on every call. Callers never see sessions, only vectors and scores.
+
+use std::cell::RefCell;
+
+use feedback_core::model::{LocalHost, ModelHost, TextRole};
+use pgrx::check_for_interrupts;
+
+use crate::error::{FbError, OrReport};
+use crate::gucs;
+
+thread_local! {
+    static HOST: RefCell<LocalHost> = const { RefCell::new(LocalHost::new()) };
+}
+
+fn with_host<R>(f: impl FnOnce(&mut dyn ModelHost) -> R) -> R {
+    HOST.with(|host| f(&mut *host.borrow_mut()))
+}
+
+/// Embeds `texts` with the configured embedding model, in input order; cancellable between model runs.
+pub fn embed(texts: &[&str], role: TextRole) -> Vec<Vec<f32>> {
+    let cfg = gucs::host_config();
+    let model = gucs::embedding_model();
+    with_host(|host| {
+        host.embed(&cfg, &model, texts, role, &mut || {
+            check_for_interrupts!();
+        })
+    })
+    .map_err(FbError::model("pg_feedback.embedding_model"))
+    .or_report()
+}
+
+/// Cross-encoder scores of `passages` against `query`, in input order.
+pub fn rerank(query: &str, passages: &[&str]) -> Vec<f32> {
+    let cfg = gucs::host_config();
+    let model = gucs::rerank_model();
+    with_host(|host| host.rerank(&cfg, &model, query, passages))
+        .map_err(FbError::model("pg_feedback.rerank_model"))
+        .or_report()
+}
+
+/// Tokens the embedding model's tokenizer makes of `text`.
+pub fn count_tokens(text: &str) -> usize {
+    let cfg = gucs::host_config();
+    let model = gucs::embedding_model();
+    with_host(|host| host.count_tokens(&cfg, &model, text))
+        .map_err(FbError::model("pg_feedback.embedding_model"))
+        .or_report()
+}
+
+/// Runs `f` on the non-NULL inputs only and puts its results back in input order, NULL where the input was NULL.
+pub fn skip_nulls<T>(inputs: &[Option<&str>], f: impl FnOnce(&[&str]) -> Vec<T>) -> Vec<Option<T>> {
+    let present: Vec<&str> = inputs.iter().flatten().copied().collect();
+    let mut results = f(&present).into_iter();
+    inputs
+        .iter()
+        .map(|t| t.and_then(|_| results.next()))
+        .collect()
+}
