@@ -16,7 +16,7 @@ CREATE FUNCTION fb_embed_query(text) RETURNS vector(384)
 CREATE FUNCTION fb_embed_batch(texts text[], query boolean DEFAULT false) RETURNS vector[]
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     BEGIN ATOMIC
-        SELECT array_agg(e::vector(384) ORDER BY n)
+        SELECT coalesce(array_agg(e::vector(384) ORDER BY n), '{}')
           FROM _fb_embed_batch(texts, query) WITH ORDINALITY AS t(e, n);
     END;
 
@@ -34,6 +34,8 @@ COMMENT ON FUNCTION _fb_embed_batch(text[], boolean) IS 'Internal: batched embed
 COMMENT ON FUNCTION fb_embedding_model() IS 'The configured embedding model (pg_feedback.embedding_model).';
 COMMENT ON FUNCTION fb_count_tokens(text) IS
     'Tokens the embedding model''s tokenizer makes of a text (special tokens excluded, no truncation).';
+COMMENT ON FUNCTION fb_model_stats() IS
+    'This backend''s model activity since it started: model runs, texts embedded, pairs scored, loaded sessions.';
 COMMENT ON FUNCTION fb_models() IS 'Models installed in pg_feedback.model_dir, as their manifests describe them.';
 COMMENT ON FUNCTION fb_rerank(text, text[]) IS
     'Cross-encoder (pg_feedback.rerank_model) relevance of each passage to the query, in input order, from one '
@@ -133,6 +135,7 @@ CREATE FUNCTION _fb_notes_embed_inserted() RETURNS trigger
 DECLARE
     model text := fb_embedding_model();
     chunk record;
+    vectors vector[];
 BEGIN
     FOR chunk IN
         SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
@@ -140,9 +143,12 @@ BEGIN
                   FROM inserted_notes WHERE embedding IS NULL) s
          GROUP BY part
     LOOP
+        -- Embed in its own step: inside the UPDATE, the planner's row estimate for unnest() would evaluate
+        -- the STABLE call once at plan time and the executor again, running the model twice.
+        vectors := fb_embed_batch(chunk.docs);
         UPDATE feedback_notes f
            SET embedding = e.embedding, embedding_model = model
-          FROM unnest(chunk.ids, fb_embed_batch(chunk.docs)) AS e(id, embedding)
+          FROM unnest(chunk.ids, vectors) AS e(id, embedding)
          WHERE f.id = e.id;
     END LOOP;
     RETURN NULL;

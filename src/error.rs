@@ -9,10 +9,7 @@ use pgrx::{PgLogLevel, PgSqlErrorCode};
 pub enum FbError {
     /// A model failed to load or run; `setting` names the setting that chose it.
     #[error("{source}")]
-    Model {
-        setting: &'static str,
-        source: ModelError,
-    },
+    Model { setting: &'static str, source: ModelError },
 }
 
 impl FbError {
@@ -25,17 +22,13 @@ impl FbError {
         match self {
             FbError::Model { source, .. } => match source {
                 ModelError::Runtime { .. } => ERRCODE_CONFIG_FILE_ERROR,
-                ModelError::InvalidName { .. } | ModelError::WrongKind { .. } => {
-                    ERRCODE_INVALID_PARAMETER_VALUE
-                }
+                ModelError::InvalidName { .. } | ModelError::WrongKind { .. } => ERRCODE_INVALID_PARAMETER_VALUE,
                 ModelError::NotFound { .. } => ERRCODE_UNDEFINED_FILE,
                 ModelError::Manifest { .. } => ERRCODE_CONFIG_FILE_ERROR,
                 ModelError::Checksum { .. } => ERRCODE_DATA_CORRUPTED,
                 ModelError::Io { .. } => ERRCODE_IO_ERROR,
                 ModelError::WrongDimensions { .. } => ERRCODE_DATA_EXCEPTION,
-                ModelError::Tokenizer { .. } | ModelError::Inference { .. } => {
-                    ERRCODE_EXTERNAL_ROUTINE_EXCEPTION
-                }
+                ModelError::Tokenizer { .. } | ModelError::Inference { .. } => ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
             },
         }
     }
@@ -53,12 +46,13 @@ impl FbError {
                     "The files of the model named by {setting} are damaged or incomplete: reinstall them \
                      (make setup), or point pg_feedback.model_dir at an intact copy."
                 ),
-                ModelError::WrongDimensions { .. } => format!(
-                    "Set {setting} to a model that produces {}-wide vectors.",
-                    crate::gucs::DIMENSIONS
-                ),
+                ModelError::WrongDimensions { .. } => {
+                    format!("Set {setting} to a model that produces {}-wide vectors.", crate::gucs::DIMENSIONS)
+                }
                 ModelError::Tokenizer { .. } | ModelError::Inference { .. } => {
-                    format!("Check that the model named by {setting} is a BERT-style ONNX export with its tokenizer.json.")
+                    format!(
+                        "Check that the model named by {setting} is a BERT-style ONNX export with its tokenizer.json."
+                    )
                 }
             },
         }
@@ -66,10 +60,13 @@ impl FbError {
 
     /// Raises this error as a Postgres ERROR (does not return).
     pub fn report(self) -> ! {
-        let hint = self.hint();
-        ErrorReport::new(self.sqlstate(), self.to_string(), "pg_feedback")
-            .set_hint(hint)
-            .report(PgLogLevel::ERROR);
+        let mut report = ErrorReport::new(self.sqlstate(), self.to_string(), "pg_feedback").set_hint(self.hint());
+        if let FbError::Model { source, .. } = &self {
+            if let Some(detail) = source.detail() {
+                report = report.set_detail(detail);
+            }
+        }
+        report.report(PgLogLevel::ERROR);
         unreachable!("ERROR does not return")
     }
 }

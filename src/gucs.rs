@@ -11,10 +11,8 @@ pub const DIMENSIONS: usize = 384;
 
 static MODEL_DIR: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static RUNTIME_LIBRARY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
-static EMBEDDING_MODEL: GucSetting<Option<CString>> =
-    GucSetting::<Option<CString>>::new(Some(c"bge-small-en-v1.5"));
-static RERANK_MODEL: GucSetting<Option<CString>> =
-    GucSetting::<Option<CString>>::new(Some(c"ms-marco-MiniLM-L-12-v2"));
+static EMBEDDING_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"bge-small-en-v1.5"));
+static RERANK_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"ms-marco-MiniLM-L-12-v2"));
 static INTRA_THREADS: GucSetting<i32> = GucSetting::<i32>::new(1);
 static EMBED_BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(64);
 
@@ -78,10 +76,7 @@ pub fn init() {
 }
 
 fn string(setting: &GucSetting<Option<CString>>) -> Option<String> {
-    setting
-        .get()
-        .map(|s| s.to_string_lossy().trim().to_string())
-        .filter(|s| !s.is_empty())
+    setting.get().map(|s| s.to_string_lossy().trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// The configured embedding model's name (may be invalid: the host checks it).
@@ -111,10 +106,7 @@ fn share_dir() -> PathBuf {
     let mut buf = [0 as c_char; pg_sys::MAXPGPATH as usize];
     // SAFETY: my_exec_path is set for every backend; get_share_path writes at most MAXPGPATH bytes.
     unsafe {
-        pg_sys::get_share_path(
-            std::ptr::addr_of!(pg_sys::my_exec_path).cast(),
-            buf.as_mut_ptr(),
-        );
+        pg_sys::get_share_path(std::ptr::addr_of!(pg_sys::my_exec_path).cast(), buf.as_mut_ptr());
         PathBuf::from(CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned())
     }
 }

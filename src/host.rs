@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use feedback_core::model::{LocalHost, ModelHost, TextRole};
+use feedback_core::model::{HostStats, LocalHost, ModelHost, TextRole};
 use pgrx::check_for_interrupts;
 
 use crate::error::{FbError, OrReport};
@@ -48,12 +48,14 @@ pub fn count_tokens(text: &str) -> usize {
         .or_report()
 }
 
+/// What this backend's model host has done so far.
+pub fn stats() -> HostStats {
+    with_host(|host| host.stats())
+}
+
 /// Runs `f` on the non-NULL inputs only and puts its results back in input order, NULL where the input was NULL.
 pub fn skip_nulls<T>(inputs: &[Option<&str>], f: impl FnOnce(&[&str]) -> Vec<T>) -> Vec<Option<T>> {
     let present: Vec<&str> = inputs.iter().flatten().copied().collect();
     let mut results = f(&present).into_iter();
-    inputs
-        .iter()
-        .map(|t| t.and_then(|_| results.next()))
-        .collect()
+    inputs.iter().map(|t| t.and_then(|_| results.next())).collect()
 }

@@ -21,7 +21,6 @@ pub extern "C-unwind" fn _PG_init() {
 }
 
 #[cfg(any(test, feature = "pg_test"))]
-#[pg_schema]
 mod tests;
 
 /// Used by `cargo pgrx test`.

@@ -24,9 +24,7 @@ fn _fb_embed(text: &str, query: bool) -> Vec<f32> {
 #[pg_extern(stable, strict, parallel_safe)]
 fn _fb_embed_batch(texts: Array<&str>, query: bool) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let inputs: Vec<Option<&str>> = texts.iter().collect();
-    SetOfIterator::new(host::skip_nulls(&inputs, |present| {
-        host::embed(present, role(query))
-    }))
+    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(present, role(query))))
 }
 
 /// The configured embedding model's name, as recorded on the notes it embeds.
@@ -59,18 +57,11 @@ fn fb_models() -> TableIterator<
     let dir = gucs::host_config().model_dir;
     let mut rows = Vec::new();
     if let Ok(entries) = std::fs::read_dir(&dir) {
-        let mut paths: Vec<_> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
+        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
         paths.sort();
         for path in paths {
             if let Ok(m) = Manifest::read(&path) {
-                let folder = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
+                let folder = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 rows.push((
                     folder,
                     m.kind.as_str().to_string(),
@@ -84,4 +75,28 @@ fn fb_models() -> TableIterator<
         }
     }
     TableIterator::new(rows)
+}
+
+/// This backend's model activity: runs and texts, loaded sessions. Resets when the session ends.
+#[pg_extern(volatile, parallel_safe)]
+fn fb_model_stats() -> TableIterator<
+    'static,
+    (
+        name!(embed_runs, i64),
+        name!(texts_embedded, i64),
+        name!(rerank_runs, i64),
+        name!(pairs_scored, i64),
+        name!(loaded_embedding_models, i32),
+        name!(loaded_cross_encoders, i32),
+    ),
+> {
+    let s = host::stats();
+    TableIterator::once((
+        s.embed_runs as i64,
+        s.texts_embedded as i64,
+        s.rerank_runs as i64,
+        s.pairs_scored as i64,
+        s.loaded_embedders as i32,
+        s.loaded_cross_encoders as i32,
+    ))
 }

@@ -33,11 +33,7 @@ pub fn note_id(task_type: &str, lesson: &str, correction: &str) -> String {
 
 /// The text a note is embedded from: `"task_type: lesson"`.
 pub fn document_text(task_type: &str, lesson: &str) -> String {
-    format!(
-        "{}: {}",
-        normalize_task_type(task_type),
-        normalize_text(lesson)
-    )
+    format!("{}: {}", normalize_task_type(task_type), normalize_text(lesson))
 }
 
 #[cfg(test)]
@@ -46,16 +42,8 @@ mod tests {
 
     #[test]
     fn whitespace_and_case_of_task_type_do_not_change_the_id() {
-        let a = note_id(
-            "sql_injection_scan",
-            "Use bound parameters.",
-            "Replace concat with $1.",
-        );
-        let b = note_id(
-            "  SQL_Injection_Scan ",
-            " Use   bound\nparameters. ",
-            "Replace concat\twith $1.",
-        );
+        let a = note_id("sql_injection_scan", "Use bound parameters.", "Replace concat with $1.");
+        let b = note_id("  SQL_Injection_Scan ", " Use   bound\nparameters. ", "Replace concat\twith $1.");
         assert_eq!(a, b);
         assert_eq!(a.len(), 64);
     }
@@ -72,9 +60,6 @@ mod tests {
 
     #[test]
     fn document_text_is_task_type_colon_lesson() {
-        assert_eq!(
-            document_text(" Perf_Review", "Avoid  N+1 queries."),
-            "perf_review: Avoid N+1 queries."
-        );
+        assert_eq!(document_text(" Perf_Review", "Avoid  N+1 queries."), "perf_review: Avoid N+1 queries.");
     }
 }

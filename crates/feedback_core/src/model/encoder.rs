@@ -8,8 +8,7 @@ use ort::environment::Environment;
 use ort::session::{Session, SessionInputValue};
 use ort::value::Tensor;
 use tokenizers::{
-    EncodeInput, Encoding, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams,
-    TruncationStrategy,
+    EncodeInput, Encoding, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams, TruncationStrategy,
 };
 
 use super::error::{ModelError, Result};
@@ -43,15 +42,9 @@ impl Loaded {
                 actual: manifest.kind.as_str(),
             });
         }
-        let tokenizer = Self::tokenizer(
-            &manifest,
-            &manifest.read_verified(dir, &manifest.tokenizer)?,
-        )?;
+        let tokenizer = Self::tokenizer(&manifest, &manifest.read_verified(dir, &manifest.tokenizer)?)?;
         let graph = manifest.read_verified(dir, &manifest.onnx)?;
-        let fail = |e: String| ModelError::Inference {
-            name: manifest.name.clone(),
-            reason: e,
-        };
+        let fail = |e: String| ModelError::Inference { name: manifest.name.clone(), reason: e };
         let session = Session::builder(env)
             .map_err(|e| fail(e.to_string()))?
             .with_intra_threads(threads.max(1))
@@ -60,24 +53,12 @@ impl Loaded {
             .map_err(|e| fail(e.to_string()))?
             .commit_from_memory(&graph)
             .map_err(|e| fail(e.to_string()))?;
-        let input_names = session
-            .inputs()
-            .iter()
-            .map(|o| o.name().to_string())
-            .collect();
-        Ok(Loaded {
-            manifest,
-            tokenizer,
-            session,
-            input_names,
-        })
+        let input_names = session.inputs().iter().map(|o| o.name().to_string()).collect();
+        Ok(Loaded { manifest, tokenizer, session, input_names })
     }
 
     fn tokenizer(manifest: &Manifest, bytes: &[u8]) -> Result<Tokenizer> {
-        let fail = |e: String| ModelError::Tokenizer {
-            name: manifest.name.clone(),
-            reason: e,
-        };
+        let fail = |e: String| ModelError::Tokenizer { name: manifest.name.clone(), reason: e };
         let mut tokenizer = Tokenizer::from_bytes(bytes).map_err(|e| fail(e.to_string()))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
@@ -89,20 +70,14 @@ impl Loaded {
         // Some packaged tokenizer.json files pad every input to 512: pad to the batch's longest input only,
         // and always pass the real attention mask.
         let padding = tokenizer.get_padding().cloned().unwrap_or_default();
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..padding
-        }));
+        tokenizer.with_padding(Some(PaddingParams { strategy: PaddingStrategy::BatchLongest, ..padding }));
         Ok(tokenizer)
     }
 
     fn encode<'s, E: Into<EncodeInput<'s>> + Send>(&self, inputs: Vec<E>) -> Result<Vec<Encoding>> {
         self.tokenizer
             .encode_batch(inputs, true)
-            .map_err(|e| ModelError::Tokenizer {
-                name: self.manifest.name.clone(),
-                reason: e.to_string(),
-            })
+            .map_err(|e| ModelError::Tokenizer { name: self.manifest.name.clone(), reason: e.to_string() })
     }
 
     /// Runs the graph on a padded batch; returns the requested output's shape and values plus the masks.
@@ -118,10 +93,7 @@ impl Loaded {
             types.extend(e.get_type_ids().iter().map(|&x| x as i64));
         }
         let name = self.manifest.name.clone();
-        let fail = |e: String| ModelError::Inference {
-            name: name.clone(),
-            reason: e,
-        };
+        let fail = |e: String| ModelError::Inference { name: name.clone(), reason: e };
         let mut inputs: Vec<(Cow<'static, str>, SessionInputValue<'static>)> = Vec::new();
         for input in &self.input_names {
             let data = match input.as_str() {
@@ -130,18 +102,14 @@ impl Loaded {
                 "token_type_ids" => types.clone(),
                 other => return Err(fail(format!("unexpected graph input \"{other}\""))),
             };
-            let tensor =
-                Tensor::from_array(([batch, seq], data)).map_err(|e| fail(e.to_string()))?;
+            let tensor = Tensor::from_array(([batch, seq], data)).map_err(|e| fail(e.to_string()))?;
             inputs.push((Cow::Owned(input.clone()), tensor.into()));
         }
         let output_name = self.manifest.output.clone();
         let outputs = self.session.run(inputs).map_err(|e| fail(e.to_string()))?;
-        let value = outputs
-            .get(&output_name)
-            .ok_or_else(|| fail(format!("the graph has no output \"{output_name}\"")))?;
-        let (shape, data) = value
-            .try_extract_tensor::<f32>()
-            .map_err(|e| fail(e.to_string()))?;
+        let value =
+            outputs.get(&output_name).ok_or_else(|| fail(format!("the graph has no output \"{output_name}\"")))?;
+        let (shape, data) = value.try_extract_tensor::<f32>().map_err(|e| fail(e.to_string()))?;
         Ok((shape.to_vec(), data.to_vec(), mask))
     }
 }
@@ -153,12 +121,7 @@ pub struct Embedder {
 
 impl Embedder {
     /// Loads and verifies the model in `dir`, and checks that it really produces `expected_dims`-wide vectors.
-    pub fn load(
-        env: &Environment,
-        dir: &Path,
-        threads: usize,
-        expected_dims: usize,
-    ) -> Result<Self> {
+    pub fn load(env: &Environment, dir: &Path, threads: usize, expected_dims: usize) -> Result<Self> {
         let model = Loaded::open(env, dir, ModelKind::Embedding, threads)?;
         let mut embedder = Embedder { model };
         let name = embedder.name().to_string();
@@ -172,11 +135,7 @@ impl Embedder {
         // The manifest may be wrong about the graph: one tiny run tells the truth.
         let probe = embedder.embed(&["probe"], TextRole::Document)?;
         if probe[0].len() != expected_dims {
-            return Err(ModelError::WrongDimensions {
-                name,
-                expected: expected_dims,
-                actual: probe[0].len(),
-            });
+            return Err(ModelError::WrongDimensions { name, expected: expected_dims, actual: probe[0].len() });
         }
         Ok(embedder)
     }
@@ -209,11 +168,7 @@ impl Embedder {
             });
         };
         let (seq, hidden) = (seq as usize, hidden as usize);
-        let pooling = self
-            .model
-            .manifest
-            .pooling
-            .expect("validated: embedding models have pooling");
+        let pooling = self.model.manifest.pooling.expect("validated: embedding models have pooling");
         let normalize = self.model.manifest.normalize;
         Ok((0..batch as usize)
             .map(|i| {
@@ -257,18 +212,10 @@ impl Embedder {
     /// Number of tokens the model's tokenizer makes of `text`, special tokens excluded, without truncation.
     pub fn count_tokens(&self, text: &str) -> Result<usize> {
         let mut tokenizer = self.model.tokenizer.clone();
-        let fail = |e: String| ModelError::Tokenizer {
-            name: self.name().to_string(),
-            reason: e,
-        };
-        tokenizer
-            .with_truncation(None)
-            .map_err(|e| fail(e.to_string()))?;
+        let fail = |e: String| ModelError::Tokenizer { name: self.name().to_string(), reason: e };
+        tokenizer.with_truncation(None).map_err(|e| fail(e.to_string()))?;
         tokenizer.with_padding(None);
-        Ok(tokenizer
-            .encode(text, false)
-            .map_err(|e| fail(e.to_string()))?
-            .len())
+        Ok(tokenizer.encode(text, false).map_err(|e| fail(e.to_string()))?.len())
     }
 }
 
@@ -279,9 +226,7 @@ pub struct CrossEncoder {
 
 impl CrossEncoder {
     pub fn load(env: &Environment, dir: &Path, threads: usize) -> Result<Self> {
-        Ok(CrossEncoder {
-            model: Loaded::open(env, dir, ModelKind::CrossEncoder, threads)?,
-        })
+        Ok(CrossEncoder { model: Loaded::open(env, dir, ModelKind::CrossEncoder, threads)? })
     }
 
     pub fn name(&self) -> &str {
@@ -294,10 +239,7 @@ impl CrossEncoder {
         if passages.is_empty() {
             return Ok(Vec::new());
         }
-        let pairs: Vec<(String, String)> = passages
-            .iter()
-            .map(|p| (query.to_string(), p.to_string()))
-            .collect();
+        let pairs: Vec<(String, String)> = passages.iter().map(|p| (query.to_string(), p.to_string())).collect();
         let encodings = self.model.encode(pairs)?;
         let (shape, logits, _) = self.model.run(&encodings)?;
         if shape.first().copied() != Some(passages.len() as i64) || logits.len() != passages.len() {

@@ -11,43 +11,39 @@ pub enum ModelError {
     #[error("invalid model name \"{name}\": use the name of a folder in the model directory")]
     InvalidName { name: String },
 
-    #[error("model \"{name}\" not found: no manifest.json in \"{dir}\"")]
+    #[error("model \"{name}\" is not installed")]
     NotFound { name: String, dir: PathBuf },
 
     #[error("invalid model manifest \"{path}\": {reason}")]
     Manifest { path: PathBuf, reason: String },
 
-    #[error(
-        "checksum mismatch for model file \"{path}\": manifest says {expected}, file has {actual}"
-    )]
-    Checksum {
-        path: PathBuf,
-        expected: String,
-        actual: String,
-    },
+    #[error("checksum mismatch for model file \"{path}\": manifest says {expected}, file has {actual}")]
+    Checksum { path: PathBuf, expected: String, actual: String },
 
     #[error("could not read model file \"{path}\": {reason}")]
     Io { path: PathBuf, reason: String },
 
     #[error("model \"{name}\" has kind {actual}, but kind {expected} is required here")]
-    WrongKind {
-        name: String,
-        expected: &'static str,
-        actual: &'static str,
-    },
+    WrongKind { name: String, expected: &'static str, actual: &'static str },
 
     #[error("model \"{name}\" produces {actual}-wide vectors, but pg_feedback stores {expected}-wide vectors")]
-    WrongDimensions {
-        name: String,
-        expected: usize,
-        actual: usize,
-    },
+    WrongDimensions { name: String, expected: usize, actual: usize },
 
     #[error("could not load tokenizer of model \"{name}\": {reason}")]
     Tokenizer { name: String, reason: String },
 
     #[error("inference failed in model \"{name}\": {reason}")]
     Inference { name: String, reason: String },
+}
+
+impl ModelError {
+    /// Where the problem is on disk, for an error's DETAIL (kept out of the message so messages are stable).
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            ModelError::NotFound { dir, .. } => Some(format!("No manifest.json in \"{}\".", dir.display())),
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = ModelError> = std::result::Result<T, E>;

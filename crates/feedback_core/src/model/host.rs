@@ -19,6 +19,20 @@ pub struct HostConfig {
     pub batch_size: usize,
 }
 
+/// What a host has done so far (per process for [`LocalHost`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostStats {
+    /// Embedding model runs, and texts embedded by them.
+    pub embed_runs: u64,
+    pub texts_embedded: u64,
+    /// Cross-encoder runs, and pairs scored by them.
+    pub rerank_runs: u64,
+    pub pairs_scored: u64,
+    /// Sessions currently loaded (embedding, cross-encoder).
+    pub loaded_embedders: usize,
+    pub loaded_cross_encoders: usize,
+}
+
 /// Runs models on behalf of callers. The extension talks to models only through this trait.
 pub trait ModelHost {
     /// Embeds `texts` (in runs of `cfg.batch_size`, calling `between` before each run), in input order.
@@ -31,15 +45,10 @@ pub trait ModelHost {
         between: &mut dyn FnMut(),
     ) -> Result<Vec<Vec<f32>>>;
     /// Cross-encoder scores of every passage against `query`, in input order.
-    fn rerank(
-        &mut self,
-        cfg: &HostConfig,
-        model: &str,
-        query: &str,
-        passages: &[&str],
-    ) -> Result<Vec<f32>>;
+    fn rerank(&mut self, cfg: &HostConfig, model: &str, query: &str, passages: &[&str]) -> Result<Vec<f32>>;
     /// Tokens the embedding model's tokenizer makes of `text` (special tokens excluded).
     fn count_tokens(&mut self, cfg: &HostConfig, model: &str, text: &str) -> Result<usize>;
+    fn stats(&self) -> HostStats;
 }
 
 /// Runs models in the calling process. Sessions are created on first use and kept in small bounded lists
@@ -47,6 +56,7 @@ pub trait ModelHost {
 pub struct LocalHost {
     embedders: Vec<(Key, Embedder)>,
     cross_encoders: Vec<(Key, CrossEncoder)>,
+    stats: HostStats,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,32 +79,26 @@ impl LocalHost {
         LocalHost {
             embedders: Vec::new(),
             cross_encoders: Vec::new(),
+            stats: HostStats {
+                embed_runs: 0,
+                texts_embedded: 0,
+                rerank_runs: 0,
+                pairs_scored: 0,
+                loaded_embedders: 0,
+                loaded_cross_encoders: 0,
+            },
         }
-    }
-
-    /// Number of loaded sessions (embedding, cross-encoder).
-    pub fn loaded(&self) -> (usize, usize) {
-        (self.embedders.len(), self.cross_encoders.len())
     }
 
     pub fn embedder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut Embedder> {
         cached(&mut self.embedders, key(cfg, model)?, |k| {
-            Embedder::load(
-                &runtime::environment(&cfg.runtime_library)?,
-                &k.dir,
-                k.threads,
-                cfg.dimensions,
-            )
+            Embedder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.threads, cfg.dimensions)
         })
     }
 
     pub fn cross_encoder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut CrossEncoder> {
         cached(&mut self.cross_encoders, key(cfg, model)?, |k| {
-            CrossEncoder::load(
-                &runtime::environment(&cfg.runtime_library)?,
-                &k.dir,
-                k.threads,
-            )
+            CrossEncoder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.threads)
         })
     }
 }
@@ -108,23 +112,30 @@ impl ModelHost for LocalHost {
         role: TextRole,
         between: &mut dyn FnMut(),
     ) -> Result<Vec<Vec<f32>>> {
-        let batch_size = cfg.batch_size;
-        self.embedder(cfg, model)?
-            .embed_batched(texts, role, batch_size, between)
+        let batch_size = cfg.batch_size.max(1);
+        let vectors = self.embedder(cfg, model)?.embed_batched(texts, role, batch_size, between)?;
+        self.stats.embed_runs += texts.len().div_ceil(batch_size) as u64;
+        self.stats.texts_embedded += texts.len() as u64;
+        Ok(vectors)
     }
 
-    fn rerank(
-        &mut self,
-        cfg: &HostConfig,
-        model: &str,
-        query: &str,
-        passages: &[&str],
-    ) -> Result<Vec<f32>> {
-        self.cross_encoder(cfg, model)?.score(query, passages)
+    fn rerank(&mut self, cfg: &HostConfig, model: &str, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
+        let scores = self.cross_encoder(cfg, model)?.score(query, passages)?;
+        self.stats.rerank_runs += u64::from(!passages.is_empty());
+        self.stats.pairs_scored += passages.len() as u64;
+        Ok(scores)
     }
 
     fn count_tokens(&mut self, cfg: &HostConfig, model: &str, text: &str) -> Result<usize> {
         self.embedder(cfg, model)?.count_tokens(text)
+    }
+
+    fn stats(&self) -> HostStats {
+        HostStats {
+            loaded_embedders: self.embedders.len(),
+            loaded_cross_encoders: self.cross_encoders.len(),
+            ..self.stats
+        }
     }
 }
 
@@ -133,25 +144,14 @@ fn key(cfg: &HostConfig, model: &str) -> Result<Key> {
     let valid = !model.is_empty()
         && model != "."
         && model != ".."
-        && model
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        && model.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if !valid {
-        return Err(ModelError::InvalidName {
-            name: model.to_string(),
-        });
+        return Err(ModelError::InvalidName { name: model.to_string() });
     }
-    Ok(Key {
-        dir: cfg.model_dir.join(model),
-        threads: cfg.intra_threads.max(1),
-    })
+    Ok(Key { dir: cfg.model_dir.join(model), threads: cfg.intra_threads.max(1) })
 }
 
-fn cached<T>(
-    list: &mut Vec<(Key, T)>,
-    key: Key,
-    load: impl FnOnce(&Key) -> Result<T>,
-) -> Result<&mut T> {
+fn cached<T>(list: &mut Vec<(Key, T)>, key: Key, load: impl FnOnce(&Key) -> Result<T>) -> Result<&mut T> {
     match list.iter().position(|(k, _)| *k == key) {
         Some(i) => {
             let entry = list.remove(i);
@@ -183,24 +183,15 @@ mod tests {
     #[test]
     fn model_names_cannot_escape_the_model_dir() {
         for bad in ["", "..", "../etc", "a/b", "x y"] {
-            assert!(
-                matches!(key(&cfg(), bad), Err(ModelError::InvalidName { .. })),
-                "{bad}"
-            );
+            assert!(matches!(key(&cfg(), bad), Err(ModelError::InvalidName { .. })), "{bad}");
         }
-        assert_eq!(
-            key(&cfg(), "bge-small-en-v1.5").unwrap().dir,
-            PathBuf::from("/models/bge-small-en-v1.5")
-        );
+        assert_eq!(key(&cfg(), "bge-small-en-v1.5").unwrap().dir, PathBuf::from("/models/bge-small-en-v1.5"));
     }
 
     #[test]
     fn cache_is_bounded_and_most_recent_first() {
         let mut list: Vec<(Key, u32)> = Vec::new();
-        let k = |d: &str| Key {
-            dir: d.into(),
-            threads: 1,
-        };
+        let k = |d: &str| Key { dir: d.into(), threads: 1 };
         for (i, d) in ["a", "b", "c"].iter().enumerate() {
             cached(&mut list, k(d), |_| Ok(i as u32)).unwrap();
         }

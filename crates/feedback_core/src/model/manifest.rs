@@ -71,31 +71,18 @@ impl Manifest {
     pub fn read(dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
         if !path.is_file() {
-            let name = dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            return Err(ModelError::NotFound {
-                name,
-                dir: dir.to_path_buf(),
-            });
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            return Err(ModelError::NotFound { name, dir: dir.to_path_buf() });
         }
         let text = fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
-        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| ModelError::Manifest {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let manifest: Manifest = serde_json::from_str(&text)
+            .map_err(|e| ModelError::Manifest { path: path.clone(), reason: e.to_string() })?;
         manifest.validate(&path)?;
         Ok(manifest)
     }
 
     fn validate(&self, path: &Path) -> Result<()> {
-        let bad = |reason: String| {
-            Err(ModelError::Manifest {
-                path: path.to_path_buf(),
-                reason,
-            })
-        };
+        let bad = |reason: String| Err(ModelError::Manifest { path: path.to_path_buf(), reason });
         for file in [&self.onnx, &self.tokenizer] {
             if !self.files.contains_key(file) {
                 return bad(format!("\"files\" has no checksum for \"{file}\""));
@@ -103,9 +90,7 @@ impl Manifest {
         }
         for (file, sum) in &self.files {
             if file.contains('/') || file.contains("..") {
-                return bad(format!(
-                    "file name \"{file}\" must be a plain name inside the model folder"
-                ));
+                return bad(format!("file name \"{file}\" must be a plain name inside the model folder"));
             }
             if sum.len() != 64 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return bad(format!("checksum of \"{file}\" is not a sha256 hex digest"));
@@ -127,11 +112,7 @@ impl Manifest {
         let actual = sha256_hex(&bytes);
         let expected = self.files.get(file).cloned().unwrap_or_default();
         if !actual.eq_ignore_ascii_case(&expected) {
-            return Err(ModelError::Checksum {
-                path,
-                expected,
-                actual,
-            });
+            return Err(ModelError::Checksum { path, expected, actual });
         }
         Ok(bytes)
     }
@@ -143,10 +124,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> ModelError {
-    ModelError::Io {
-        path: PathBuf::from(path),
-        reason: e.to_string(),
-    }
+    ModelError::Io { path: PathBuf::from(path), reason: e.to_string() }
 }
 
 #[cfg(test)]
@@ -171,10 +149,7 @@ mod tests {
         let dir = std::env::temp_dir().join("fb_manifest_missing");
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        assert!(matches!(
-            Manifest::read(&dir),
-            Err(ModelError::NotFound { .. })
-        ));
+        assert!(matches!(Manifest::read(&dir), Err(ModelError::NotFound { .. })));
     }
 
     #[test]
@@ -182,11 +157,7 @@ mod tests {
         let dir = std::env::temp_dir().join("fb_manifest_checksum");
         let _ = fs::remove_dir_all(&dir);
         write(&dir, "model.onnx", "real bytes");
-        write(
-            &dir,
-            MANIFEST_FILE,
-            &manifest_json(&sha256_hex(b"other bytes")),
-        );
+        write(&dir, MANIFEST_FILE, &manifest_json(&sha256_hex(b"other bytes")));
         let m = Manifest::read(&dir).unwrap();
         let err = m.read_verified(&dir, "model.onnx").unwrap_err();
         assert!(matches!(err, ModelError::Checksum { .. }), "{err}");
@@ -197,11 +168,7 @@ mod tests {
         let dir = std::env::temp_dir().join("fb_manifest_ok");
         let _ = fs::remove_dir_all(&dir);
         write(&dir, "model.onnx", "real bytes");
-        write(
-            &dir,
-            MANIFEST_FILE,
-            &manifest_json(&sha256_hex(b"real bytes")),
-        );
+        write(&dir, MANIFEST_FILE, &manifest_json(&sha256_hex(b"real bytes")));
         let m = Manifest::read(&dir).unwrap();
         assert_eq!(m.read_verified(&dir, "model.onnx").unwrap(), b"real bytes");
     }
@@ -211,18 +178,8 @@ mod tests {
         let dir = std::env::temp_dir().join("fb_manifest_bad");
         let _ = fs::remove_dir_all(&dir);
         write(&dir, MANIFEST_FILE, &manifest_json("xyz"));
-        assert!(matches!(
-            Manifest::read(&dir),
-            Err(ModelError::Manifest { .. })
-        ));
-        write(
-            &dir,
-            MANIFEST_FILE,
-            &manifest_json(&sha256_hex(b"")).replace("\"name\"", "\"nmae\""),
-        );
-        assert!(matches!(
-            Manifest::read(&dir),
-            Err(ModelError::Manifest { .. })
-        ));
+        assert!(matches!(Manifest::read(&dir), Err(ModelError::Manifest { .. })));
+        write(&dir, MANIFEST_FILE, &manifest_json(&sha256_hex(b"")).replace("\"name\"", "\"nmae\""));
+        assert!(matches!(Manifest::read(&dir), Err(ModelError::Manifest { .. })));
     }
 }

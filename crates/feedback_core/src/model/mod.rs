@@ -13,6 +13,6 @@ mod runtime;
 
 pub use encoder::{CrossEncoder, Embedder, TextRole};
 pub use error::{ModelError, Result};
-pub use host::{HostConfig, LocalHost, ModelHost};
+pub use host::{HostConfig, HostStats, LocalHost, ModelHost};
 pub use manifest::{sha256_hex, Manifest, ModelKind, Pooling, MANIFEST_FILE};
 pub use pooling::{cosine, l2_normalize, pool};

@@ -14,16 +14,11 @@ static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
 /// A failed load is not remembered, so a corrected path works on the next call. Once loaded, the library
 /// stays for the life of the process.
 pub fn environment(library: &Path) -> Result<Environment> {
-    let mut slot = ENVIRONMENT
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut slot = ENVIRONMENT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(env) = slot.as_ref() {
         return Ok(env.clone());
     }
-    let fail = |reason: String| ModelError::Runtime {
-        path: library.to_path_buf(),
-        reason,
-    };
+    let fail = |reason: String| ModelError::Runtime { path: library.to_path_buf(), reason };
     if !library.is_absolute() {
         return Err(fail("the path must be absolute".into()));
     }

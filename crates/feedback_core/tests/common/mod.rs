@@ -6,9 +6,7 @@ use feedback_core::model::HostConfig;
 pub fn config() -> HostConfig {
     let var = |name: &str| {
         PathBuf::from(std::env::var(name).unwrap_or_else(|_| {
-            panic!(
-                "{name} is not set: run these tests through `make test` (it installs the models)"
-            )
+            panic!("{name} is not set: run these tests through `make test` (it installs the models)")
         }))
     };
     HostConfig {
@@ -22,8 +20,6 @@ pub fn config() -> HostConfig {
 
 #[allow(dead_code)] // not every test binary reads fixtures
 pub fn fixture(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
