@@ -2,8 +2,12 @@
 //!
 //! - [`model`]: ONNX Runtime sessions, tokenizers, pooling, manifests and checksums.
 //! - [`note`]: how a note's content is normalised and hashed into its id.
+//! - [`rank`]: relevance floor, best-first order, newer-first on near ties.
+//! - [`prompt`]: fenced, numbered lessons under a token budget; neutralising untrusted note text.
 //!
 //! The Postgres extension (the `pg_feedback` crate) is a thin shell over these functions.
 
 pub mod model;
 pub mod note;
+pub mod prompt;
+pub mod rank;

@@ -9,6 +9,7 @@ mod error;
 mod host;
 mod manifest;
 mod pooling;
+mod query_cache;
 mod runtime;
 
 pub use encoder::{CrossEncoder, Embedder, TextRole};
@@ -16,3 +17,4 @@ pub use error::{ModelError, Result};
 pub use host::{HostConfig, HostStats, LocalHost, ModelHost};
 pub use manifest::{sha256_hex, Manifest, ModelKind, Pooling, MANIFEST_FILE};
 pub use pooling::{cosine, l2_normalize, pool};
+pub use query_cache::QueryCache;
