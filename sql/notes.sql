@@ -85,6 +85,66 @@ COMMENT ON COLUMN feedback_notes.created_by IS 'Database role that first reporte
 COMMENT ON COLUMN feedback_notes.report_count IS 'How many times the note was reported.';
 COMMENT ON COLUMN feedback_notes.status IS 'active, or deprecated (soft-deleted: kept, never retrieved).';
 
+-- Nearest active notes of one task_type. Exact when the task_type holds at most pg_feedback.exact_scan_limit
+-- active notes (perfect recall, cheap for small sets); otherwise the HNSW index with pgvector's iterative scan,
+-- so a selective task_type filter still yields k candidates instead of the few an ef_search-sized scan keeps.
+CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer)
+    RETURNS TABLE (id text, distance double precision)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path FROM CURRENT
+    SET hnsw.iterative_scan = 'relaxed_order'
+    SET hnsw.ef_search = 100
+    AS $$
+DECLARE
+    exact_limit integer := current_setting('pg_feedback.exact_scan_limit')::integer;
+    n bigint;
+BEGIN
+    SELECT count(*) INTO n
+      FROM (SELECT 1 FROM feedback_notes f
+             WHERE f.task_type = p_task_type AND f.status = 'active' LIMIT exact_limit + 1) s;
+    IF n <= exact_limit THEN
+        -- "+ 0" keeps the planner off the HNSW index: an exact top-k over the task_type's notes.
+        RETURN QUERY
+        SELECT f.id, f.embedding <=> q
+          FROM feedback_notes f
+         WHERE f.task_type = p_task_type AND f.status = 'active' AND f.embedding IS NOT NULL
+         ORDER BY (f.embedding <=> q) + 0, f.id
+         LIMIT k;
+    ELSE
+        -- relaxed_order returns index order only approximately: re-sort the k found.
+        RETURN QUERY
+        SELECT c.id, c.distance
+          FROM (SELECT f.id, f.embedding <=> q AS distance
+                  FROM feedback_notes f
+                 WHERE f.task_type = p_task_type AND f.status = 'active'
+                 ORDER BY f.embedding <=> q
+                 LIMIT k) c
+         ORDER BY c.distance, c.id;
+    END IF;
+END $$;
+COMMENT ON FUNCTION _fb_candidates(vector, text, integer) IS
+    'Internal: the k nearest active notes of a task_type to a vector (exact for small sets, HNSW iterative scan '
+    'otherwise; see pg_feedback.exact_scan_limit).';
+
+CREATE TABLE feedback_note_merges (
+    merged_id   text NOT NULL,
+    into_id     text NOT NULL REFERENCES feedback_notes (id),
+    similarity  real NOT NULL,
+    task_type   text NOT NULL,
+    lesson      text NOT NULL,
+    correction  text NOT NULL,
+    source      text NOT NULL,
+    merged_by   text NOT NULL DEFAULT session_user,
+    merged_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX feedback_note_merges_merged_id_idx ON feedback_note_merges (merged_id);
+CREATE INDEX feedback_note_merges_into_id_idx ON feedback_note_merges (into_id);
+SELECT pg_catalog.pg_extension_config_dump('feedback_note_merges', '');
+COMMENT ON TABLE feedback_note_merges IS
+    'Provenance of near-duplicate merges: a submitted note (merged_id = its content hash, its text and source) that '
+    'was folded into an existing note (into_id) because their embeddings had cosine similarity >= '
+    'pg_feedback.dup_threshold.';
+
 -- Raises invalid_parameter_value for a blank required text field.
 CREATE FUNCTION _fb_require(value text, field text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -151,8 +211,57 @@ BEGIN
           FROM unnest(chunk.ids, vectors) AS e(id, embedding)
          WHERE f.id = e.id;
     END LOOP;
+    PERFORM _fb_merge_near_duplicates(array_agg(id ORDER BY id)) FROM inserted_notes;
     RETURN NULL;
 END $$;
+
+-- Folds each given (new) note into the most similar other active note of its task_type when their cosine
+-- similarity reaches pg_feedback.dup_threshold: the existing note's report_count grows, its source and
+-- updated_at take the new report's, the merge is recorded in feedback_note_merges, the new row goes away.
+-- A transaction-level lock per task_type (taken in sorted order) makes concurrent ingests of near-duplicates
+-- wait for each other, so under READ COMMITTED the second one sees the first and merges instead of inserting.
+CREATE FUNCTION _fb_merge_near_duplicates(ids text[]) RETURNS integer
+    LANGUAGE plpgsql SET search_path FROM CURRENT
+    AS $$
+DECLARE
+    threshold double precision := current_setting('pg_feedback.dup_threshold')::double precision;
+    t text;
+    r record;
+    near record;
+    merged integer := 0;
+BEGIN
+    IF threshold >= 1 OR ids IS NULL THEN
+        RETURN 0;
+    END IF;
+    FOR t IN SELECT DISTINCT f.task_type FROM feedback_notes f WHERE f.id = ANY (ids) ORDER BY 1 LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('pg_feedback:dedup:' || t, 0));
+    END LOOP;
+    FOR r IN
+        SELECT f.* FROM unnest(ids) WITH ORDINALITY AS i(id, n) JOIN feedback_notes f USING (id)
+         WHERE f.embedding IS NOT NULL ORDER BY i.n
+    LOOP
+        -- The row may have absorbed or been absorbed by an earlier one of this batch.
+        CONTINUE WHEN NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = r.id);
+        SELECT c.id, 1 - c.distance AS similarity INTO near
+          FROM _fb_candidates(r.embedding, r.task_type, 2) c
+         WHERE c.id <> r.id
+         ORDER BY c.distance
+         LIMIT 1;
+        CONTINUE WHEN near.id IS NULL OR near.similarity < threshold;
+        UPDATE feedback_notes
+           SET report_count = report_count + r.report_count, source = r.source, updated_at = now()
+         WHERE id = near.id;
+        INSERT INTO feedback_note_merges (merged_id, into_id, similarity, task_type, lesson, correction, source)
+        VALUES (r.id, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source);
+        -- Notes merged into this one earlier in the batch now belong to its target.
+        UPDATE feedback_note_merges SET into_id = near.id WHERE into_id = r.id;
+        DELETE FROM feedback_notes WHERE id = r.id;
+        merged := merged + 1;
+    END LOOP;
+    RETURN merged;
+END $$;
+COMMENT ON FUNCTION _fb_merge_near_duplicates(text[]) IS
+    'Internal: merges new notes into near-duplicate active notes of the same task_type (pg_feedback.dup_threshold).';
 
 -- BEFORE UPDATE of the embedded content, per row: new id, new embedding (single-row model run).
 CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
@@ -225,10 +334,15 @@ BEGIN
      ORDER BY ord;
 
     RETURN QUERY
-    SELECT i.nid,
-           CASE WHEN i.nid = ANY (existed) OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1
-                THEN 'updated' ELSE 'inserted' END
+    SELECT coalesce(m.into_id, i.nid),
+           CASE WHEN i.nid = ANY (existed) OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1 THEN 'updated'
+                WHEN m.into_id IS NOT NULL THEN 'merged'
+                ELSE 'inserted' END
       FROM unnest(ids) WITH ORDINALITY AS i(nid, ord)
+      LEFT JOIN LATERAL (
+            SELECT mm.into_id FROM feedback_note_merges mm
+             WHERE mm.merged_id = i.nid AND NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = i.nid)
+             ORDER BY mm.merged_at DESC LIMIT 1) m ON true
      ORDER BY i.ord;
 END $$;
 
@@ -252,9 +366,11 @@ CREATE FUNCTION fb_deprecate(note_id text) RETURNS boolean
 
 COMMENT ON FUNCTION fb_ingest_batch(fb_note_input[]) IS
     'Stores many notes with one INSERT (embedded in batched model runs). Returns, in input order, each note''s id and '
-    'action: inserted, or updated when the same correction was already stored (or repeated in the batch).';
+    'action: inserted; updated when the same correction was already stored (or repeated in the batch); merged when '
+    'it was folded into a near-duplicate (the id returned is then the existing note''s).';
 COMMENT ON FUNCTION fb_ingest(text, text, text, text, text) IS
-    'Stores one note: returns its id and action (inserted | updated). Submitting the same correction again updates '
-    'the stored note (latest wrong_answer and source, report_count + 1), never duplicates it.';
+    'Stores one note: returns its id and action (inserted | updated | merged). Submitting the same correction again '
+    'updates the stored note (latest wrong_answer and source, report_count + 1), never duplicates it; a note whose '
+    'embedding is within pg_feedback.dup_threshold of an active note of the same task_type is merged into it.';
 COMMENT ON FUNCTION fb_deprecate(text) IS
     'Soft-deletes a note (status = deprecated); true if an active note was deprecated. Notes are never deleted.';

@@ -10,6 +10,10 @@ pub enum FbError {
     /// A model failed to load or run; `setting` names the setting that chose it.
     #[error("{source}")]
     Model { setting: &'static str, source: ModelError },
+
+    /// A function argument out of its range.
+    #[error("{message}")]
+    InvalidArgument { message: String, hint: String },
 }
 
 impl FbError {
@@ -30,6 +34,7 @@ impl FbError {
                 ModelError::WrongDimensions { .. } => ERRCODE_DATA_EXCEPTION,
                 ModelError::Tokenizer { .. } | ModelError::Inference { .. } => ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
             },
+            FbError::InvalidArgument { .. } => ERRCODE_INVALID_PARAMETER_VALUE,
         }
     }
 
@@ -55,7 +60,12 @@ impl FbError {
                     )
                 }
             },
+            FbError::InvalidArgument { hint, .. } => hint.clone(),
         }
+    }
+
+    pub fn invalid_argument(message: impl Into<String>, hint: impl Into<String>) -> FbError {
+        FbError::InvalidArgument { message: message.into(), hint: hint.into() }
     }
 
     /// Raises this error as a Postgres ERROR (does not return).

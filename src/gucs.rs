@@ -14,6 +14,17 @@ static RUNTIME_LIBRARY: GucSetting<Option<CString>> = GucSetting::<Option<CStrin
 static EMBEDDING_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"bge-small-en-v1.5"));
 static RERANK_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"ms-marco-MiniLM-L-12-v2"));
 static INTRA_THREADS: GucSetting<i32> = GucSetting::<i32>::new(1);
+static QUERY_CACHE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1000);
+static RERANK: GucSetting<bool> = GucSetting::<bool>::new(true);
+static RERANK_FLOOR: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_RERANK_FLOOR);
+static COSINE_FLOOR: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_COSINE_FLOOR);
+static TIE_MARGIN: GucSetting<f64> = GucSetting::<f64>::new(0.02);
+static DUP_THRESHOLD: GucSetting<f64> = GucSetting::<f64>::new(0.92);
+static EXACT_SCAN_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(5000);
+
+/// Calibrated on the sample notes and golden questions (see README, "The relevance floor").
+pub const DEFAULT_RERANK_FLOOR: f64 = -9.4;
+pub const DEFAULT_COSINE_FLOOR: f64 = 0.63;
 static EMBED_BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(64);
 
 pub fn init() {
@@ -64,6 +75,76 @@ pub fn init() {
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
+        c"pg_feedback.query_cache_size",
+        c"Query embeddings each backend keeps (least recently used evicted); 0 disables the cache.",
+        c"Keyed by (embedding model, query text). About 1.6 kB per entry.",
+        &QUERY_CACHE_SIZE,
+        0,
+        1_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"pg_feedback.rerank",
+        c"Whether fb_retrieve reranks candidates with the cross-encoder (when fb_retrieve's rerank argument is NULL).",
+        c"Off, or with pg_feedback.rerank_model empty, fb_retrieve ranks by cosine similarity and reports \
+          scored_by = 'cosine'.",
+        &RERANK,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"pg_feedback.rerank_floor",
+        c"Least cross-encoder score (a logit) a note needs to be returned by fb_retrieve.",
+        c"Calibrated on the project's golden questions; fb_retrieve's min_score argument overrides it.",
+        &RERANK_FLOOR,
+        -100.0,
+        100.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"pg_feedback.cosine_floor",
+        c"Least cosine similarity a note needs to be returned by fb_retrieve when it ranks without the cross-encoder.",
+        c"Calibrated on the project's golden questions; fb_retrieve's min_score argument overrides it.",
+        &COSINE_FLOOR,
+        -1.0,
+        1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"pg_feedback.tie_margin",
+        c"Near-tie margin: a newer note ranks ahead of an older one whose relevance is at most this much higher.",
+        c"Measured as cosine similarity, or as the cross-encoder's probability (sigmoid of its logit).",
+        &TIE_MARGIN,
+        0.0,
+        1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"pg_feedback.dup_threshold",
+        c"Cosine similarity at which a new note is merged into an active note of the same task_type.",
+        c"1 disables near-duplicate merging (identical content is always merged by its content hash).",
+        &DUP_THRESHOLD,
+        0.0,
+        1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_feedback.exact_scan_limit",
+        c"Candidate search is exact when a task_type has at most this many active notes, HNSW otherwise.",
+        c"Exact search has perfect recall and is fast for small sets; above the limit the HNSW index is used \
+          with pgvector's iterative scans, so selective filters still return enough candidates.",
+        &EXACT_SCAN_LIMIT,
+        0,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
         c"pg_feedback.embed_batch_size",
         c"Most texts per embedding model run (bulk inserts, fb_embed_batch).",
         c"Larger batches amortise per-run overhead; texts are grouped by length so little is padded.",
@@ -86,6 +167,14 @@ pub fn embedding_model() -> String {
 
 pub fn rerank_model() -> String {
     string(&RERANK_MODEL).unwrap_or_default()
+}
+
+pub fn tie_margin() -> f64 {
+    TIE_MARGIN.get()
+}
+
+pub fn query_cache_size() -> usize {
+    QUERY_CACHE_SIZE.get() as usize
 }
 
 pub fn host_config() -> HostConfig {

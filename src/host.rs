@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use feedback_core::model::{HostStats, LocalHost, ModelHost, TextRole};
+use feedback_core::model::{HostStats, LocalHost, ModelHost, QueryCache, TextRole};
 use pgrx::check_for_interrupts;
 
 use crate::error::{FbError, OrReport};
@@ -11,6 +11,7 @@ use crate::gucs;
 
 thread_local! {
     static HOST: RefCell<LocalHost> = const { RefCell::new(LocalHost::new()) };
+    static QUERY_CACHE: RefCell<QueryCache> = RefCell::new(QueryCache::new(gucs::query_cache_size()));
 }
 
 fn with_host<R>(f: impl FnOnce(&mut dyn ModelHost) -> R) -> R {
@@ -28,6 +29,23 @@ pub fn embed(texts: &[&str], role: TextRole) -> Vec<Vec<f32>> {
     })
     .map_err(FbError::model("pg_feedback.embedding_model"))
     .or_report()
+}
+
+/// A query's embedding, through the backend's bounded cache keyed by (model, text).
+pub fn embed_query(text: &str) -> Vec<f32> {
+    let model = gucs::embedding_model();
+    QUERY_CACHE
+        .with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.set_capacity(gucs::query_cache_size());
+            cache.get_or_insert::<()>(&model, text, || Ok(embed(&[text], TextRole::Query).pop().unwrap_or_default()))
+        })
+        .unwrap_or_default()
+}
+
+/// (entries, hits, misses) of the query cache.
+pub fn query_cache_stats() -> (usize, u64, u64) {
+    QUERY_CACHE.with(|cache| cache.borrow().stats())
 }
 
 /// Cross-encoder scores of `passages` against `query`, in input order.

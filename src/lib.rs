@@ -9,11 +9,29 @@ mod error;
 mod gucs;
 mod host;
 mod notes;
+mod prompt;
 mod rerank;
+mod retrieve;
 
 ::pgrx::pg_module_magic!(name, version);
 
-extension_sql_file!("../sql/notes.sql", name = "notes", finalize);
+// The SQL API, after the Rust functions it wraps; retrieve.sql builds on notes.sql.
+extension_sql_file!(
+    "../sql/notes.sql",
+    name = "notes",
+    requires = [
+        embed::_fb_embed,
+        embed::_fb_embed_batch,
+        embed::fb_embedding_model,
+        embed::fb_count_tokens,
+        embed::fb_models,
+        embed::fb_model_stats,
+        notes::fb_note_id,
+        notes::fb_document_text,
+        rerank::fb_rerank,
+    ]
+);
+extension_sql_file!("../sql/retrieve.sql", name = "retrieve", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

@@ -14,10 +14,15 @@ fn role(query: bool) -> TextRole {
     }
 }
 
-/// One text's embedding. STABLE, not IMMUTABLE: the result depends on the configured model.
+/// One text's embedding (queries through the backend's cache). STABLE, not IMMUTABLE: the result depends on
+/// the configured model.
 #[pg_extern(stable, strict, parallel_safe)]
 fn _fb_embed(text: &str, query: bool) -> Vec<f32> {
-    host::embed(&[text], role(query)).pop().unwrap_or_default()
+    if query {
+        host::embed_query(text)
+    } else {
+        host::embed(&[text], TextRole::Document).pop().unwrap_or_default()
+    }
 }
 
 /// Embeddings of many texts in batched model runs, one row per input in input order (NULL for a NULL input).
@@ -25,6 +30,12 @@ fn _fb_embed(text: &str, query: bool) -> Vec<f32> {
 fn _fb_embed_batch(texts: Array<&str>, query: bool) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let inputs: Vec<Option<&str>> = texts.iter().collect();
     SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(present, role(query))))
+}
+
+/// The configured cross-encoder's name; empty when reranking is not configured.
+#[pg_extern(stable, parallel_safe)]
+fn fb_rerank_model() -> String {
+    gucs::rerank_model()
 }
 
 /// The configured embedding model's name, as recorded on the notes it embeds.
@@ -88,9 +99,13 @@ fn fb_model_stats() -> TableIterator<
         name!(pairs_scored, i64),
         name!(loaded_embedding_models, i32),
         name!(loaded_cross_encoders, i32),
+        name!(query_cache_entries, i64),
+        name!(query_cache_hits, i64),
+        name!(query_cache_misses, i64),
     ),
 > {
     let s = host::stats();
+    let (entries, hits, misses) = host::query_cache_stats();
     TableIterator::once((
         s.embed_runs as i64,
         s.texts_embedded as i64,
@@ -98,5 +113,8 @@ fn fb_model_stats() -> TableIterator<
         s.pairs_scored as i64,
         s.loaded_embedders as i32,
         s.loaded_cross_encoders as i32,
+        entries as i64,
+        hits as i64,
+        misses as i64,
     ))
 }

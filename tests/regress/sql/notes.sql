@@ -21,7 +21,9 @@ SELECT lesson
  LIMIT 1;
 ROLLBACK;
 
--- 1,000 notes in one INSERT ... SELECT: one transaction, all embedded, unit norm, 384 wide.
+-- 1,000 notes in one INSERT ... SELECT: one transaction, all embedded, unit norm, 384 wide. These lessons differ
+-- only by a number, so near-duplicate merging is off here (it has its own test below).
+SET pg_feedback.dup_threshold = 1;
 INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source)
 SELECT 'perf_review', 'looked fine', 'Batch the lookups for item ' || g,
        'Item ' || g || ': load related rows in one query, not one per row', 'bulk_test'
@@ -36,6 +38,7 @@ SELECT 'perf_review', 'looked fine', 'Batch the lookups for item ' || g,
        'Item ' || g || ': load related rows in one query, not one per row', 'bulk_test'
   FROM generate_series(1, 1000) g;
 SELECT count(*) AS notes, sum(report_count) AS reports FROM feedback_notes WHERE source = 'bulk_test';
+RESET pg_feedback.dup_threshold;
 
 -- fb_ingest: inserted, then updated (normalisation makes these the same note).
 SELECT action FROM fb_ingest('secrets_scan', 'fixture key is fine', 'Rotate the key and use a fake one',

@@ -1,0 +1,114 @@
+-- pg_feedback: retrieval, near-duplicate lookup and prompt assembly. All read-only: they work in read-only
+-- transactions and on hot standbys.
+
+CREATE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFAULT 20, final_k integer DEFAULT 3,
+                            min_score real DEFAULT NULL, rerank boolean DEFAULT NULL)
+    RETURNS TABLE (rank integer, id text, lesson text, correction text, similarity real, rerank_score real,
+                   scored_by text, created_at timestamptz)
+    LANGUAGE plpgsql STABLE
+    SET search_path FROM CURRENT
+    AS $$
+#variable_conflict use_column
+DECLARE
+    q vector(384);
+    use_rerank boolean;
+    cand record;
+    scores real[];
+    floor real;
+    picked integer[];
+BEGIN
+    PERFORM _fb_check_k(candidate_k, final_k);
+    IF query IS NULL OR task_type IS NULL THEN
+        RETURN;
+    END IF;
+    use_rerank := coalesce(rerank, current_setting('pg_feedback.rerank')::boolean) AND fb_rerank_model() <> '';
+
+    -- Embedded in its own step, through the backend's query cache (see fb_embed_query).
+    q := fb_embed_query(query);
+    SELECT array_agg(f.id ORDER BY c.distance, c.id) AS ids,
+           array_agg(f.lesson ORDER BY c.distance, c.id) AS lessons,
+           array_agg(f.correction ORDER BY c.distance, c.id) AS corrections,
+           array_agg(f.lesson || ' ' || f.correction ORDER BY c.distance, c.id) AS passages,
+           array_agg((1 - c.distance)::real ORDER BY c.distance, c.id) AS sims,
+           array_agg(f.created_at ORDER BY c.distance, c.id) AS created
+      INTO cand
+      FROM _fb_candidates(q, lower(btrim(fb_retrieve.task_type)), candidate_k) c
+      JOIN feedback_notes f ON f.id = c.id;
+    IF cand.ids IS NULL THEN
+        RETURN;   -- no notes for this task_type: zero rows is a normal answer
+    END IF;
+
+    IF use_rerank THEN
+        -- The cross-encoder reads lesson and correction together: on the golden questions that beat the
+        -- lesson alone (recall@3 0.911 vs 0.813 before any floor; results/floor_calibration.md).
+        scores := fb_rerank(query, cand.passages);
+        floor := coalesce(min_score, current_setting('pg_feedback.rerank_floor')::real);
+    ELSE
+        scores := cand.sims;
+        floor := coalesce(min_score, current_setting('pg_feedback.cosine_floor')::real);
+    END IF;
+    picked := _fb_rank(scores, cand.created, floor, use_rerank, final_k);
+
+    RETURN QUERY
+    SELECT p.n::integer, cand.ids[p.i], cand.lessons[p.i], cand.corrections[p.i], cand.sims[p.i],
+           CASE WHEN use_rerank THEN scores[p.i] END,
+           CASE WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END,
+           cand.created[p.i]
+      FROM unnest(picked) WITH ORDINALITY AS p(i, n)
+     ORDER BY p.n;
+END $$;
+
+COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean) IS
+    'The notes that apply to a question, best first, or none. Embeds the query (cached per backend), takes the '
+    'candidate_k nearest active notes of the task_type, reranks them with the cross-encoder (unless rerank => false, '
+    'pg_feedback.rerank = off or no pg_feedback.rerank_model), keeps those scoring at least min_score (default: '
+    'pg_feedback.rerank_floor, a logit; or pg_feedback.cosine_floor when ranking by cosine) and returns the best '
+    'final_k; a newer note ranks first on a near tie (pg_feedback.tie_margin). scored_by says which score ranked. '
+    'Never writes.';
+
+CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
+    RETURNS TABLE (id text, lesson text, similarity real, would_merge boolean)
+    LANGUAGE sql STABLE
+    SET search_path FROM CURRENT
+    BEGIN ATOMIC
+        SELECT f.id, f.lesson, (1 - c.distance)::real,
+               1 - c.distance >= current_setting('pg_feedback.dup_threshold')::double precision
+                   AND current_setting('pg_feedback.dup_threshold')::double precision < 1
+          FROM _fb_candidates(fb_embed(fb_document_text(fb_find_duplicate.task_type, fb_find_duplicate.lesson)),
+                              lower(btrim(fb_find_duplicate.task_type)), 1) c
+          JOIN feedback_notes f ON f.id = c.id;
+    END;
+
+COMMENT ON FUNCTION fb_find_duplicate(text, text) IS
+    'The active note of the task_type nearest to a lesson, its cosine similarity, and whether ingesting the lesson '
+    'would merge into it (similarity >= pg_feedback.dup_threshold).';
+
+CREATE FUNCTION fb_build_prompt(query text, task_type text,
+                                base_instructions text DEFAULT
+                                    'You are a careful code reviewer. Apply the lessons from prior reviewer '
+                                    'corrections below where they are relevant to the task.',
+                                max_context_tokens integer DEFAULT 800)
+    RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path FROM CURRENT
+    BEGIN ATOMIC
+        SELECT _fb_build_prompt(base_instructions,
+                                coalesce(array_agg(r.lesson ORDER BY r.rank), '{}'),
+                                coalesce(array_agg(r.correction ORDER BY r.rank), '{}'),
+                                max_context_tokens)
+          FROM fb_retrieve(query, task_type) r;
+    END;
+
+COMMENT ON FUNCTION fb_build_prompt(text, text, text, integer) IS
+    'A prompt: base_instructions, then the retrieved lessons numbered in rank order inside '
+    '<prior_corrections> ... </prior_corrections> (as many as fit max_context_tokens, counted with the embedding '
+    'model''s tokenizer over the whole block), then the instruction to treat the block as untrusted reference data. '
+    'Angle brackets and look-alikes in note text are escaped so no note can close or reopen the fence. '
+    '"(no relevant prior corrections)" when nothing passes the floor.';
+
+COMMENT ON FUNCTION fb_rerank_model() IS 'The configured cross-encoder (pg_feedback.rerank_model); empty: none.';
+COMMENT ON FUNCTION _fb_rank(real[], timestamptz[], real, boolean, integer) IS
+    'Internal: positions of the notes fb_retrieve returns, in rank order (floor, best first, newer first on near ties).';
+COMMENT ON FUNCTION _fb_check_k(integer, integer) IS 'Internal: validates fb_retrieve''s candidate_k and final_k.';
+COMMENT ON FUNCTION _fb_build_prompt(text, text[], text[], integer) IS
+    'Internal: assembles fb_build_prompt''s text from ranked lessons and corrections.';

@@ -1,0 +1,33 @@
+//! `fb_build_prompt`'s assembly: fenced, numbered, neutralised lessons under a budget counted with the
+//! embedding model's tokenizer.
+
+use feedback_core::prompt::{build_prompt, PromptNote};
+use pgrx::prelude::*;
+
+use crate::error::FbError;
+use crate::host;
+
+#[pg_extern(stable, parallel_safe)]
+fn _fb_build_prompt(
+    instructions: Option<&str>,
+    lessons: Array<&str>,
+    corrections: Array<&str>,
+    max_context_tokens: i32,
+) -> String {
+    if max_context_tokens < 1 {
+        FbError::invalid_argument(
+            format!("max_context_tokens must be positive, not {max_context_tokens}"),
+            "It is the token budget of the prior-corrections block, e.g. 800.",
+        )
+        .report();
+    }
+    let notes: Vec<PromptNote> = lessons
+        .iter()
+        .zip(corrections.iter())
+        .map(|(l, c)| PromptNote { lesson: l.unwrap_or(""), correction: c.unwrap_or("") })
+        .collect();
+    let mut count = |text: &str| Ok::<usize, ()>(host::count_tokens(text));
+    build_prompt(instructions.unwrap_or(""), &notes, max_context_tokens as usize, &mut count)
+        .map(|(prompt, _)| prompt)
+        .unwrap_or_default()
+}
