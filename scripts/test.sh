@@ -2,8 +2,8 @@
 # make test: set-up plus every test, at three levels:
 #   1. plain `cargo test` of the Postgres-free core (real models, reference vectors from Python onnxruntime)
 #   2. `cargo pgrx test`: #[pg_test]s inside a real Postgres 18 + pgvector
-#   3. end to end through a real client: pg_regress (psql) against a freshly started server, expected output
-#      (including error text) compared line by line
+#   3. end to end through real clients against a freshly started server: pg_regress (psql), expected output
+#      (including error text) compared line by line; and concurrent sessions (psycopg)
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 bash "$ROOT/scripts/setup.sh"
@@ -40,12 +40,15 @@ set +e
     --use-existing --host=127.0.0.1 --port="$e2e_port" --user=postgres --dbname=fb_regress \
     --bindir="$(pg_install)/bin" --inputdir="$ROOT/tests/regress" --outputdir="$RUN/regress" $tests \
     | tee "$RUN/regress.log"
-status=${PIPESTATUS[0]}
-set -e
-if [ "$status" -ne 0 ] && [ -f "$RUN/regress/regression.diffs" ]; then
+regress_status=${PIPESTATUS[0]}
+if [ "$regress_status" -ne 0 ] && [ -f "$RUN/regress/regression.diffs" ]; then
     cat "$RUN/regress/regression.diffs"
 fi
-total=$(echo "$tests" | wc -w)
-passed=$(grep -c '^ok ' "$RUN/regress.log" || true)
-echo "pg_regress: $passed passed, $((total - passed)) failed"
-exit "$status"
+log "end-to-end: concurrent ingests through two real sessions (psycopg)"
+"$VENV/bin/python" "$ROOT/tests/e2e/concurrent_ingest.py" "$e2e_port" | tee "$RUN/concurrency.log"
+concurrency_status=${PIPESTATUS[0]}
+set -e
+total=$(( $(echo "$tests" | wc -w) + $(grep -c '^\(not \)\?ok - ' "$RUN/concurrency.log" || true) ))
+passed=$(( $(grep -c '^ok ' "$RUN/regress.log" || true) + $(grep -c '^ok - ' "$RUN/concurrency.log" || true) ))
+echo "e2e: $passed passed, $((total - passed)) failed"
+[ "$regress_status" -eq 0 ] && [ "$concurrency_status" -eq 0 ]

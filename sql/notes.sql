@@ -320,25 +320,25 @@ CREATE FUNCTION fb_ingest_batch(notes fb_note_input[])
     AS $$
 #variable_conflict use_column
 DECLARE
-    ids text[];
-    existed text[];
+    inserted text[];
 BEGIN
-    SELECT array_agg(fb_note_id(n.task_type, n.lesson, n.correction) ORDER BY ord)
-      INTO ids
-      FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord);
-    SELECT coalesce(array_agg(f.id), '{}') INTO existed FROM feedback_notes f WHERE f.id = ANY (ids);
-
-    INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source)
-    SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, coalesce(n.source, 'review_ui')
-      FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
-     ORDER BY ord;
+    -- RETURNING lists the rows this INSERT really added: a re-submission is turned into an update by the
+    -- insert trigger (under a per-id lock, so concurrent sessions agree) and is not returned.
+    WITH ins AS (
+        INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source)
+        SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, coalesce(n.source, 'review_ui')
+          FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
+         ORDER BY ord
+        RETURNING feedback_notes.id)
+    SELECT coalesce(array_agg(ins.id), '{}') INTO inserted FROM ins;
 
     RETURN QUERY
     SELECT coalesce(m.into_id, i.nid),
-           CASE WHEN i.nid = ANY (existed) OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1 THEN 'updated'
+           CASE WHEN i.nid <> ALL (inserted) OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1 THEN 'updated'
                 WHEN m.into_id IS NOT NULL THEN 'merged'
                 ELSE 'inserted' END
-      FROM unnest(ids) WITH ORDINALITY AS i(nid, ord)
+      FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
+     CROSS JOIN LATERAL (SELECT fb_note_id(n.task_type, n.lesson, n.correction) AS nid, n.ord) i
       LEFT JOIN LATERAL (
             SELECT mm.into_id FROM feedback_note_merges mm
              WHERE mm.merged_id = i.nid AND NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = i.nid)
