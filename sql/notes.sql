@@ -88,7 +88,7 @@ COMMENT ON COLUMN feedback_notes.status IS 'active, or deprecated (soft-deleted:
 -- Nearest active notes of one task_type. Exact when the task_type holds at most pg_feedback.exact_scan_limit
 -- active notes (perfect recall, cheap for small sets); otherwise the HNSW index with pgvector's iterative scan,
 -- so a selective task_type filter still yields k candidates instead of the few an ef_search-sized scan keeps.
-CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer)
+CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto')
     RETURNS TABLE (id text, distance double precision)
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path FROM CURRENT
@@ -99,10 +99,16 @@ DECLARE
     exact_limit integer := current_setting('pg_feedback.exact_scan_limit')::integer;
     n bigint;
 BEGIN
-    SELECT count(*) INTO n
-      FROM (SELECT 1 FROM feedback_notes f
-             WHERE f.task_type = p_task_type AND f.status = 'active' LIMIT exact_limit + 1) s;
-    IF n <= exact_limit THEN
+    IF mode = 'auto' THEN
+        SELECT count(*) INTO n
+          FROM (SELECT 1 FROM feedback_notes f
+                 WHERE f.task_type = p_task_type AND f.status = 'active' LIMIT exact_limit + 1) s;
+        mode := CASE WHEN n <= exact_limit THEN 'exact' ELSE 'ann' END;
+    ELSIF mode NOT IN ('exact', 'ann') THEN
+        RAISE EXCEPTION 'unknown candidate search mode "%"', mode
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use auto, exact or ann.';
+    END IF;
+    IF mode = 'exact' THEN
         -- "+ 0" keeps the planner off the HNSW index: an exact top-k over the task_type's notes.
         RETURN QUERY
         SELECT f.id, f.embedding <=> q
@@ -122,9 +128,9 @@ BEGIN
          ORDER BY c.distance, c.id;
     END IF;
 END $$;
-COMMENT ON FUNCTION _fb_candidates(vector, text, integer) IS
-    'Internal: the k nearest active notes of a task_type to a vector (exact for small sets, HNSW iterative scan '
-    'otherwise; see pg_feedback.exact_scan_limit).';
+COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text) IS
+    'Internal: the k nearest active notes of a task_type to a vector. mode auto: exact for small sets, HNSW iterative '
+    'scan otherwise (see pg_feedback.exact_scan_limit); exact or ann force one path (fb_eval_ann compares them).';
 
 CREATE TABLE feedback_note_merges (
     merged_id   text NOT NULL,
@@ -145,31 +151,38 @@ COMMENT ON TABLE feedback_note_merges IS
     'was folded into an existing note (into_id) because their embeddings had cosine similarity >= '
     'pg_feedback.dup_threshold.';
 
--- Raises invalid_parameter_value for a blank required text field.
-CREATE FUNCTION _fb_require(value text, field text) RETURNS void
+-- Validates a note (required fields present) and sets its normalised task_type and content-hash id.
+CREATE FUNCTION _fb_prepare_note(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path FROM CURRENT
     AS $$
+DECLARE
+    field text;
 BEGIN
-    IF value IS NULL OR btrim(value) = '' THEN
+    field := CASE WHEN n.task_type IS NULL OR btrim(n.task_type) = '' THEN 'task_type'
+                  WHEN n.lesson IS NULL OR btrim(n.lesson) = '' THEN 'lesson'
+                  WHEN n.correction IS NULL OR btrim(n.correction) = '' THEN 'correction' END;
+    IF field IS NOT NULL THEN
         RAISE EXCEPTION 'a feedback note needs a non-empty %', field
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'task_type, lesson and correction are required; wrong_answer may be empty.';
     END IF;
+    n.task_type := lower(btrim(n.task_type));
+    n.id := fb_note_id(n.task_type, n.lesson, n.correction);
+    RETURN n;
 END $$;
-COMMENT ON FUNCTION _fb_require(text, text) IS 'Internal: rejects a blank required field with a clear error.';
+COMMENT ON FUNCTION _fb_prepare_note(feedback_notes) IS
+    'Internal: rejects a note with a blank task_type, lesson or correction; normalises task_type and sets the id.';
 
 -- BEFORE INSERT, per row: normalise, compute the id; a note that already exists is updated instead (the new row
 -- is dropped), so re-submitting never duplicates. The embedding is left for the statement trigger below.
+-- Two transactions inserting the same new note at the same moment meet at the primary key: fb_ingest and
+-- fb_ingest_batch turn that into an update (ON CONFLICT); a plain INSERT gets unique_violation.
 CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT
     AS $$
 BEGIN
-    PERFORM _fb_require(NEW.task_type, 'task_type'), _fb_require(NEW.lesson, 'lesson'),
-            _fb_require(NEW.correction, 'correction');
-    NEW.task_type := lower(btrim(NEW.task_type));
-    NEW.id := fb_note_id(NEW.task_type, NEW.lesson, NEW.correction);
-    -- Same-id submissions wait for each other, so concurrent re-submissions update instead of failing.
-    PERFORM pg_advisory_xact_lock(hashtextextended('pg_feedback:' || NEW.id, 0));
+    NEW := _fb_prepare_note(NEW);
     UPDATE feedback_notes
        SET wrong_answer = coalesce(nullif(NEW.wrong_answer, ''), wrong_answer),
            source = NEW.source,
@@ -234,7 +247,7 @@ BEGIN
         RETURN 0;
     END IF;
     FOR t IN SELECT DISTINCT f.task_type FROM feedback_notes f WHERE f.id = ANY (ids) ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('pg_feedback:dedup:' || t, 0));
+        PERFORM pg_advisory_xact_lock(hashtext('pg_feedback:dedup'), hashtext(t));
     END LOOP;
     FOR r IN
         SELECT f.* FROM unnest(ids) WITH ORDINALITY AS i(id, n) JOIN feedback_notes f USING (id)
@@ -268,10 +281,7 @@ CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT
     AS $$
 BEGIN
-    PERFORM _fb_require(NEW.task_type, 'task_type'), _fb_require(NEW.lesson, 'lesson'),
-            _fb_require(NEW.correction, 'correction');
-    NEW.task_type := lower(btrim(NEW.task_type));
-    NEW.id := fb_note_id(NEW.task_type, NEW.lesson, NEW.correction);
+    NEW := _fb_prepare_note(NEW);
     IF NEW.id <> OLD.id AND EXISTS (SELECT 1 FROM feedback_notes WHERE id = NEW.id) THEN
         RAISE EXCEPTION 'another note already has this content (id %)', NEW.id
             USING ERRCODE = 'unique_violation',
@@ -322,15 +332,20 @@ CREATE FUNCTION fb_ingest_batch(notes fb_note_input[])
 DECLARE
     inserted text[];
 BEGIN
-    -- RETURNING lists the rows this INSERT really added: a re-submission is turned into an update by the
-    -- insert trigger (under a per-id lock, so concurrent sessions agree) and is not returned.
+    -- RETURNING lists the rows this INSERT really added: a re-submission of a stored note is turned into an
+    -- update by the insert trigger and is not returned.
+    -- ON CONFLICT covers a concurrent session inserting the same new note: this one waits at the primary key,
+    -- then updates. xmax = 0 marks a row this statement created.
     WITH ins AS (
-        INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source)
+        INSERT INTO feedback_notes AS f (task_type, wrong_answer, correction, lesson, source)
         SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, coalesce(n.source, 'review_ui')
           FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
          ORDER BY ord
-        RETURNING feedback_notes.id)
-    SELECT coalesce(array_agg(ins.id), '{}') INTO inserted FROM ins;
+        ON CONFLICT (id) DO UPDATE
+           SET wrong_answer = coalesce(nullif(excluded.wrong_answer, ''), f.wrong_answer),
+               source = excluded.source, updated_at = now(), report_count = f.report_count + 1
+        RETURNING f.id, f.xmax = 0 AS created)
+    SELECT coalesce(array_agg(ins.id) FILTER (WHERE ins.created), '{}') INTO inserted FROM ins;
 
     RETURN QUERY
     SELECT coalesce(m.into_id, i.nid),
