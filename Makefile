@@ -1,10 +1,11 @@
 # pg_feedback — every target works from a fresh clone, as root or as a normal user.
 #   make demo    set-up, build, start Postgres 18 on 127.0.0.1:$FB_PORT (5433) with the sample notes
 #   make test    set-up plus every test (cargo test, cargo pgrx test, pg_regress end to end)
+#   make bench   benchmark table (results/bench.md); make calibrate: relevance floors (results/floor_calibration.md)
 #   make psql    psql on the demo database;   make stop   stop the demo server
 #   make fixtures  recompute the reference vectors with Python onnxruntime
 
-.PHONY: setup demo test psql stop fixtures clean
+.PHONY: setup demo test bench calibrate psql stop fixtures clean
 
 setup:
 	bash scripts/setup.sh
@@ -14,6 +15,12 @@ demo:
 
 test:
 	bash scripts/test.sh
+
+bench: demo
+	cd bench && ../.venv/bin/python bench.py
+
+calibrate: demo
+	.venv/bin/python scripts/calibrate_floor.py
 
 psql:
 	bash scripts/psql.sh

