@@ -130,6 +130,7 @@ def embedding_section(port, rows):
 def seed_section(port, rows, n_queries):
     qs = retrieval.questions(n_queries)
     with connect(port, "feedback_bench_100k") as c:
+        c.execute("SELECT fb_rerank_model()")  # loads pg_feedback, so its settings exist in this backend
         floor = float(c.execute("SHOW pg_feedback.rerank_floor").fetchone()[0])
     seed_lat, seed_rows = seed_pipeline.latency(port, "feedback_bench_100k", qs, floor)
     ours_p50, ours_p95, our_rows = retrieval.retrieve_latency(port, "feedback_bench_100k", qs, True)
@@ -168,7 +169,7 @@ def load_section(port, rows, seconds):
     with connect(port, "feedback_bench_100k") as c:
         c.execute("DROP TABLE IF EXISTS bench_queries")
         c.execute("CREATE TABLE bench_queries (id integer PRIMARY KEY, query text, task_type text)")
-        c.executemany("INSERT INTO bench_queries VALUES (%s, %s, %s)",
+        c.cursor().executemany("INSERT INTO bench_queries VALUES (%s, %s, %s)",
                       [(i + 1, q, t) for i, (q, t) in enumerate(retrieval.questions(100, seed=5))])
     script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
     script.write("\\set i random(1, 100)\n"

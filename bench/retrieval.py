@@ -47,8 +47,8 @@ def candidate_recall(port, qs, k=20):
             c.execute("SET hnsw.ef_search = 40")
             t0 = time.perf_counter()
             plain = [r[0] for r in c.execute(
-                "SELECT id FROM feedback_notes WHERE task_type = %s AND status = 'active' "
-                "ORDER BY embedding <=> %s::vector LIMIT %s", (t, vec, k))]
+                "SELECT id FROM feedback_notes WHERE (task_type = %s) IS TRUE AND status = 'active' "
+                "ORDER BY embedding <=> %s::vector LIMIT %s", (t, vec, k))]  # IS TRUE: on the HNSW index
             times["plain HNSW (ef_search 40, no iterative scan)"].append(time.perf_counter() - t0)
             c.execute("RESET hnsw.iterative_scan")
             c.execute("RESET hnsw.ef_search")

@@ -22,6 +22,17 @@ if [ "$(fb_psql -d feedback -tAc "SELECT count(*) FROM feedback_notes WHERE sour
     fb_psql -d feedback -qc "\\copy feedback_notes (task_type, wrong_answer, correction, lesson, source) FROM '$ROOT/data/sample_notes.csv' WITH (FORMAT csv, HEADER true)"
 fi
 
+if [ "$(fb_psql -d feedback -tAc "SELECT count(*) FROM feedback_golden")" = 0 ]; then
+    log "loading the golden questions for fb_eval"
+    fb_psql -d feedback -q <<SQL
+CREATE TEMP TABLE golden_csv (question text, task_type text, expected_lesson text);
+\\copy golden_csv FROM '$ROOT/data/golden_questions.csv' WITH (FORMAT csv, HEADER true)
+INSERT INTO feedback_golden (query, task_type, expected_id)
+SELECT g.question, g.task_type, n.id
+  FROM golden_csv g LEFT JOIN feedback_notes n ON n.lesson = g.expected_lesson AND n.task_type = g.task_type;
+SQL
+fi
+
 fb_psql -d feedback <<'SQL'
 \pset footer off
 SELECT task_type, count(*) AS notes FROM feedback_notes GROUP BY 1 ORDER BY 1;
@@ -34,3 +45,4 @@ SELECT round((1 - (embedding <=> q.v))::numeric, 3) AS similarity, lesson
  LIMIT 3;
 SQL
 log "demo running: make psql opens psql on database feedback (127.0.0.1:$FB_PORT); make stop stops it"
+log "try: SELECT * FROM fb_retrieve('is this query injectable?', 'sql_injection_scan');  SELECT * FROM fb_eval();"

@@ -93,7 +93,7 @@ CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode 
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path FROM CURRENT
     SET hnsw.iterative_scan = 'relaxed_order'
-    SET hnsw.ef_search = 100
+    SET hnsw.ef_search = 400
     AS $$
 DECLARE
     exact_limit integer := current_setting('pg_feedback.exact_scan_limit')::integer;
@@ -117,12 +117,13 @@ BEGIN
          ORDER BY (f.embedding <=> q) + 0, f.id
          LIMIT k;
     ELSE
-        -- relaxed_order returns index order only approximately: re-sort the k found.
+        -- "IS TRUE" keeps the planner on the HNSW index: with a plain equality it may pick the task_type btree
+        -- and sort, which is the exact path. relaxed_order returns index order only approximately: re-sort.
         RETURN QUERY
         SELECT c.id, c.distance
           FROM (SELECT f.id, f.embedding <=> q AS distance
                   FROM feedback_notes f
-                 WHERE f.task_type = p_task_type AND f.status = 'active'
+                 WHERE (f.task_type = p_task_type) IS TRUE AND f.status = 'active'
                  ORDER BY f.embedding <=> q
                  LIMIT k) c
          ORDER BY c.distance, c.id;

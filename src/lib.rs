@@ -31,7 +31,12 @@ extension_sql_file!(
         rerank::fb_rerank,
     ]
 );
-extension_sql_file!("../sql/retrieve.sql", name = "retrieve", finalize);
+extension_sql_file!(
+    "../sql/retrieve.sql",
+    name = "retrieve",
+    requires = ["notes", embed::fb_rerank_model, retrieve::_fb_rank, retrieve::_fb_check_k, prompt::_fb_build_prompt]
+);
+extension_sql_file!("../sql/eval.sql", name = "eval", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
