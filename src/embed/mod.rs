@@ -77,7 +77,7 @@ fn fb_models() -> TableIterator<
                     folder,
                     m.kind.as_str().to_string(),
                     m.dimensions as i32,
-                    m.pooling.map(|p| format!("{p:?}").to_lowercase()),
+                    m.pooling.map(|p| p.as_str().to_string()),
                     m.query_prefix,
                     m.max_tokens as i32,
                     m.source,

@@ -9,7 +9,7 @@
 //! (U+001F). `wrong_answer`, `source` and timestamps are not part of the identity: the same lesson reported
 //! again from another source is the same note.
 
-use sha2::{Digest, Sha256};
+use crate::model::sha256_hex;
 
 /// Trims and collapses whitespace runs to single spaces.
 pub fn normalize_text(text: &str) -> String {
@@ -22,13 +22,13 @@ pub fn normalize_task_type(task_type: &str) -> String {
 
 /// The content-hashed id of a note.
 pub fn note_id(task_type: &str, lesson: &str, correction: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(normalize_task_type(task_type));
-    h.update("\u{1f}");
-    h.update(normalize_text(lesson));
-    h.update("\u{1f}");
-    h.update(normalize_text(correction));
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    let content = format!(
+        "{}\u{1f}{}\u{1f}{}",
+        normalize_task_type(task_type),
+        normalize_text(lesson),
+        normalize_text(correction)
+    );
+    sha256_hex(content.as_bytes())
 }
 
 /// The text a note is embedded from: `"task_type: lesson"`.

@@ -27,6 +27,8 @@ pub enum TextRole {
 struct Loaded {
     manifest: Manifest,
     tokenizer: Tokenizer,
+    /// The same tokenizer without truncation or padding, for counting tokens.
+    counter: Tokenizer,
     session: Session,
     input_names: Vec<String>,
 }
@@ -42,7 +44,9 @@ impl Loaded {
                 actual: manifest.kind.as_str(),
             });
         }
-        let tokenizer = Self::tokenizer(&manifest, &manifest.read_verified(dir, &manifest.tokenizer)?)?;
+        let tokenizer_json = manifest.read_verified(dir, &manifest.tokenizer)?;
+        let tokenizer = Self::tokenizer(&manifest, &tokenizer_json)?;
+        let counter = Self::counter(&manifest, &tokenizer_json)?;
         let graph = manifest.read_verified(dir, &manifest.onnx)?;
         let fail = |e: String| ModelError::Inference { name: manifest.name.clone(), reason: e };
         let session = Session::builder(env)
@@ -57,7 +61,7 @@ impl Loaded {
             .commit_from_memory(&graph)
             .map_err(|e| fail(e.to_string()))?;
         let input_names = session.inputs().iter().map(|o| o.name().to_string()).collect();
-        Ok(Loaded { manifest, tokenizer, session, input_names })
+        Ok(Loaded { manifest, tokenizer, counter, session, input_names })
     }
 
     fn tokenizer(manifest: &Manifest, bytes: &[u8]) -> Result<Tokenizer> {
@@ -75,6 +79,14 @@ impl Loaded {
         let padding = tokenizer.get_padding().cloned().unwrap_or_default();
         tokenizer.with_padding(Some(PaddingParams { strategy: PaddingStrategy::BatchLongest, ..padding }));
         Ok(tokenizer)
+    }
+
+    fn counter(manifest: &Manifest, bytes: &[u8]) -> Result<Tokenizer> {
+        let fail = |e: String| ModelError::Tokenizer { name: manifest.name.clone(), reason: e };
+        let mut counter = Tokenizer::from_bytes(bytes).map_err(|e| fail(e.to_string()))?;
+        counter.with_truncation(None).map_err(|e| fail(e.to_string()))?;
+        counter.with_padding(None);
+        Ok(counter)
     }
 
     fn encode<'s, E: Into<EncodeInput<'s>> + Send>(&self, inputs: Vec<E>) -> Result<Vec<Encoding>> {
@@ -141,10 +153,6 @@ impl Embedder {
             return Err(ModelError::WrongDimensions { name, expected: expected_dims, actual: probe[0].len() });
         }
         Ok(embedder)
-    }
-
-    pub fn manifest(&self) -> &Manifest {
-        &self.model.manifest
     }
 
     pub fn name(&self) -> &str {
@@ -214,11 +222,12 @@ impl Embedder {
 
     /// Number of tokens the model's tokenizer makes of `text`, special tokens excluded, without truncation.
     pub fn count_tokens(&self, text: &str) -> Result<usize> {
-        let mut tokenizer = self.model.tokenizer.clone();
-        let fail = |e: String| ModelError::Tokenizer { name: self.name().to_string(), reason: e };
-        tokenizer.with_truncation(None).map_err(|e| fail(e.to_string()))?;
-        tokenizer.with_padding(None);
-        Ok(tokenizer.encode(text, false).map_err(|e| fail(e.to_string()))?.len())
+        let encoding = self
+            .model
+            .counter
+            .encode(text, false)
+            .map_err(|e| ModelError::Tokenizer { name: self.name().to_string(), reason: e.to_string() })?;
+        Ok(encoding.len())
     }
 }
 
