@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use feedback_core::model::{HostStats, LocalHost, ModelHost, QueryCache, TextRole};
+use feedback_core::model::{HostConfig, HostStats, LocalHost, ModelError, ModelHost, QueryCache, TextRole};
 use pgrx::check_for_interrupts;
 
 use crate::error::{FbError, OrReport};
@@ -14,33 +14,41 @@ thread_local! {
     static QUERY_CACHE: RefCell<QueryCache> = RefCell::new(QueryCache::new(gucs::query_cache_size()));
 }
 
-fn with_host<R>(f: impl FnOnce(&mut dyn ModelHost) -> R) -> R {
-    HOST.with(|host| f(&mut *host.borrow_mut()))
+/// Runs `f` on the backend's host with the model named by `setting`; a failure names that setting.
+fn try_run<R>(
+    setting: &'static str,
+    model: String,
+    f: impl FnOnce(&mut dyn ModelHost, &HostConfig, &str) -> Result<R, ModelError>,
+) -> Result<R, FbError> {
+    let cfg = gucs::host_config();
+    HOST.with(|host| f(&mut *host.borrow_mut(), &cfg, &model)).map_err(FbError::model(setting))
+}
+
+fn try_embed(texts: &[&str], role: TextRole) -> Result<Vec<Vec<f32>>, FbError> {
+    try_run("pg_feedback.embedding_model", gucs::embedding_model(), |host, cfg, model| {
+        host.embed(cfg, model, texts, role, &mut || {
+            check_for_interrupts!();
+        })
+    })
 }
 
 /// Embeds `texts` with the configured embedding model, in input order; cancellable between model runs.
 pub fn embed(texts: &[&str], role: TextRole) -> Vec<Vec<f32>> {
-    let cfg = gucs::host_config();
-    let model = gucs::embedding_model();
-    with_host(|host| {
-        host.embed(&cfg, &model, texts, role, &mut || {
-            check_for_interrupts!();
-        })
-    })
-    .map_err(FbError::model("pg_feedback.embedding_model"))
-    .or_report()
+    try_embed(texts, role).or_report()
 }
 
 /// A query's embedding, through the backend's bounded cache keyed by (model, text).
 pub fn embed_query(text: &str) -> Vec<f32> {
     let model = gucs::embedding_model();
-    QUERY_CACHE
-        .with(|cache| {
-            let mut cache = cache.borrow_mut();
-            cache.set_capacity(gucs::query_cache_size());
-            cache.get_or_insert::<()>(&model, text, || Ok(embed(&[text], TextRole::Query).pop().unwrap_or_default()))
-        })
-        .unwrap_or_default()
+    QUERY_CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        cache.set_capacity(gucs::query_cache_size());
+        cache
+            .get_or_insert(&model, text, || {
+                try_embed(&[text], TextRole::Query).map(|v| v.into_iter().next().unwrap_or_default())
+            })
+            .or_report()
+    })
 }
 
 /// (entries, hits, misses) of the query cache.
@@ -50,25 +58,23 @@ pub fn query_cache_stats() -> (usize, u64, u64) {
 
 /// Cross-encoder scores of `passages` against `query`, in input order.
 pub fn rerank(query: &str, passages: &[&str]) -> Vec<f32> {
-    let cfg = gucs::host_config();
-    let model = gucs::rerank_model();
-    with_host(|host| host.rerank(&cfg, &model, query, passages))
-        .map_err(FbError::model("pg_feedback.rerank_model"))
-        .or_report()
+    try_run("pg_feedback.rerank_model", gucs::rerank_model(), |host, cfg, model| {
+        host.rerank(cfg, model, query, passages)
+    })
+    .or_report()
 }
 
 /// Tokens the embedding model's tokenizer makes of `text`.
 pub fn count_tokens(text: &str) -> usize {
-    let cfg = gucs::host_config();
-    let model = gucs::embedding_model();
-    with_host(|host| host.count_tokens(&cfg, &model, text))
-        .map_err(FbError::model("pg_feedback.embedding_model"))
-        .or_report()
+    try_run("pg_feedback.embedding_model", gucs::embedding_model(), |host, cfg, model| {
+        host.count_tokens(cfg, model, text)
+    })
+    .or_report()
 }
 
 /// What this backend's model host has done so far.
 pub fn stats() -> HostStats {
-    with_host(|host| host.stats())
+    HOST.with(|host| host.borrow().stats())
 }
 
 /// Runs `f` on the non-NULL inputs only and puts its results back in input order, NULL where the input was NULL.
