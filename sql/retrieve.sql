@@ -17,7 +17,15 @@ DECLARE
     floor real;
     picked integer[];
 BEGIN
-    PERFORM _fb_check_k(candidate_k, final_k);
+    IF candidate_k IS NULL OR candidate_k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'candidate_k must be between 1 and 1000, not %', candidate_k
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Over-fetch about 20 candidates for the reranker.';
+    END IF;
+    IF final_k IS NULL OR final_k NOT BETWEEN 1 AND candidate_k THEN
+        RAISE EXCEPTION 'final_k must be between 1 and candidate_k (%), not %', candidate_k, final_k
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'final_k is how many notes to return, at most the number of candidates.';
+    END IF;
     IF query IS NULL OR task_type IS NULL THEN
         RETURN;
     END IF;
@@ -109,6 +117,5 @@ COMMENT ON FUNCTION fb_build_prompt(text, text, text, integer) IS
 COMMENT ON FUNCTION fb_rerank_model() IS 'The configured cross-encoder (pg_feedback.rerank_model); empty: none.';
 COMMENT ON FUNCTION _fb_rank(real[], timestamptz[], real, boolean, integer) IS
     'Internal: positions of the notes fb_retrieve returns, in rank order (floor, best first, newer first on near ties).';
-COMMENT ON FUNCTION _fb_check_k(integer, integer) IS 'Internal: validates fb_retrieve''s candidate_k and final_k.';
 COMMENT ON FUNCTION _fb_build_prompt(text, text[], text[], integer) IS
     'Internal: assembles fb_build_prompt''s text from ranked lessons and corrections.';

@@ -34,7 +34,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/retrieve.sql",
     name = "retrieve",
-    requires = ["notes", embed::fb_rerank_model, retrieve::_fb_rank, retrieve::_fb_check_k, prompt::_fb_build_prompt]
+    requires = ["notes", embed::fb_rerank_model, retrieve::_fb_rank, prompt::_fb_build_prompt]
 );
 extension_sql_file!("../sql/eval.sql", name = "eval", finalize);
 

@@ -3,7 +3,7 @@
 use feedback_core::rank::{rank, Scored};
 use pgrx::prelude::*;
 
-use crate::error::{FbError, OrReport};
+use crate::error::FbError;
 use crate::gucs;
 
 fn sigmoid(x: f32) -> f32 {
@@ -33,28 +33,4 @@ fn _fb_rank(
         .collect();
     let margin = gucs::tie_margin() as f32;
     rank(&candidates, scale(floor), margin, final_k.max(0) as usize).into_iter().map(|i| i as i32 + 1).collect()
-}
-
-/// Rejects a bad retrieval argument with a clear error (used by fb_retrieve).
-pub fn check_k(candidate_k: i32, final_k: i32) -> Result<(), FbError> {
-    if !(1..=1000).contains(&candidate_k) {
-        return Err(FbError::invalid_argument(
-            format!("candidate_k must be between 1 and 1000, not {candidate_k}"),
-            "Over-fetch about 20 candidates for the reranker.",
-        ));
-    }
-    if !(1..=candidate_k).contains(&final_k) {
-        return Err(FbError::invalid_argument(
-            format!("final_k must be between 1 and candidate_k ({candidate_k}), not {final_k}"),
-            "final_k is how many notes to return, at most the number of candidates.",
-        ));
-    }
-    Ok(())
-}
-
-/// Validates fb_retrieve's sizes; raises 22023 with a hint when out of range.
-#[pg_extern(immutable, parallel_safe)]
-fn _fb_check_k(candidate_k: i32, final_k: i32) -> bool {
-    check_k(candidate_k, final_k).or_report();
-    true
 }
