@@ -348,13 +348,15 @@ BEGIN
         RETURNING f.id, f.xmax = 0 AS created)
     SELECT coalesce(array_agg(ins.id) FILTER (WHERE ins.created), '{}') INTO inserted FROM ins;
 
+    -- The ids this INSERT created are joined (c), not searched with <> ALL per input: quadratic in the batch.
     RETURN QUERY
     SELECT coalesce(m.into_id, i.nid),
-           CASE WHEN i.nid <> ALL (inserted) OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1 THEN 'updated'
+           CASE WHEN c.id IS NULL OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1 THEN 'updated'
                 WHEN m.into_id IS NOT NULL THEN 'merged'
                 ELSE 'inserted' END
       FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
      CROSS JOIN LATERAL (SELECT fb_note_id(n.task_type, n.lesson, n.correction) AS nid, n.ord) i
+      LEFT JOIN (SELECT DISTINCT unnest(inserted) AS id) c ON c.id = i.nid
       LEFT JOIN LATERAL (
             SELECT mm.into_id FROM feedback_note_merges mm
              WHERE mm.merged_id = i.nid AND NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = i.nid)
