@@ -44,9 +44,12 @@ impl Loaded {
                 actual: manifest.kind.as_str(),
             });
         }
-        let tokenizer_json = manifest.read_verified(dir, &manifest.tokenizer)?;
-        let tokenizer = Self::tokenizer(&manifest, &tokenizer_json)?;
-        let counter = Self::counter(&manifest, &tokenizer_json)?;
+        let tokenizer = Self::tokenizer(&manifest, &manifest.read_verified(dir, &manifest.tokenizer)?)?;
+        let mut counter = tokenizer.clone();
+        counter
+            .with_truncation(None)
+            .map_err(|e| ModelError::Tokenizer { name: manifest.name.clone(), reason: e.to_string() })?;
+        counter.with_padding(None);
         let graph = manifest.read_verified(dir, &manifest.onnx)?;
         let fail = |e: String| ModelError::Inference { name: manifest.name.clone(), reason: e };
         let session = Session::builder(env)
@@ -79,14 +82,6 @@ impl Loaded {
         let padding = tokenizer.get_padding().cloned().unwrap_or_default();
         tokenizer.with_padding(Some(PaddingParams { strategy: PaddingStrategy::BatchLongest, ..padding }));
         Ok(tokenizer)
-    }
-
-    fn counter(manifest: &Manifest, bytes: &[u8]) -> Result<Tokenizer> {
-        let fail = |e: String| ModelError::Tokenizer { name: manifest.name.clone(), reason: e };
-        let mut counter = Tokenizer::from_bytes(bytes).map_err(|e| fail(e.to_string()))?;
-        counter.with_truncation(None).map_err(|e| fail(e.to_string()))?;
-        counter.with_padding(None);
-        Ok(counter)
     }
 
     fn encode<'s, E: Into<EncodeInput<'s>> + Send>(&self, inputs: Vec<E>) -> Result<Vec<Encoding>> {
