@@ -14,7 +14,6 @@ Usage: .venv/bin/python bench/bench.py [--port 5433] [--quick]
 """
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -25,12 +24,11 @@ import time
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
 
 import data
 import retrieval
 import seed_pipeline
-from common import ROOT, backend_memory_kb, connect, model_dir, percentile
+from common import ROOT, Model, backend_memory_kb, connect, percentile
 
 BATCH = 64
 
@@ -42,32 +40,20 @@ def log(msg):
 def raw_throughput(texts, model="bge-small-en-v1.5"):
     """The same model outside the database, batched as the extension batches (stable sort by UTF-8 length,
     runs of 64, padded to the longest, 1 intra-op thread). Returns (texts/s, mean tokens per text)."""
-    d = model_dir() / model
-    manifest = json.loads((d / "manifest.json").read_text())
-    tok = Tokenizer.from_file(str(d / "tokenizer.json"))
-    tok.enable_truncation(manifest["max_tokens"])
-    tok.enable_padding()
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(d / "model.onnx"), so)
+    m = Model(model)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i].encode()))
 
     def run_all():
         for s in range(0, len(order), BATCH):
-            enc = tok.encode_batch([texts[i] for i in order[s:s + BATCH]])
-            feeds = {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                     "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                     "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
-            states = sess.run(None, feeds)[0][:, 0]
+            states = m.run([texts[i] for i in order[s:s + BATCH]])[:, 0]  # CLS pooling
             _ = states / np.linalg.norm(states, axis=1, keepdims=True)
 
     run_all()  # warm-up
     t = time.perf_counter()
     run_all()
     rate = len(texts) / (time.perf_counter() - t)
-    tok.no_padding()
-    tokens = statistics.mean(len(e.ids) for e in tok.encode_batch(texts))
+    m.tokenizer.no_padding()
+    tokens = statistics.mean(len(e.ids) for e in m.tokenizer.encode_batch(texts))
     return rate, tokens
 
 

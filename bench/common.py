@@ -1,9 +1,14 @@
-"""Shared by the benchmark modules: where things are, connections, percentiles, backend memory."""
+"""Shared by the benchmark modules: where things are, connections, percentiles, backend memory, and the
+installed models run outside the database (Python onnxruntime, the same files the extension loads)."""
 
+import json
 import os
 from pathlib import Path
 
+import numpy as np
+import onnxruntime as ort
 import psycopg
+from tokenizers import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,3 +38,27 @@ def backend_memory_kb(conn):
         if key in ("VmRSS", "RssAnon"):
             fields[key] = int(value.split()[0])
     return fields["VmRSS"], fields["RssAnon"]
+
+
+class Model:
+    """An installed model outside the database: its tokenizer (truncating to the model's limit, padding a
+    batch to its longest input) and an onnxruntime session with one intra-op thread."""
+
+    def __init__(self, name):
+        d = model_dir() / name
+        self.manifest = json.loads((d / "manifest.json").read_text())
+        self.tokenizer = Tokenizer.from_file(str(d / self.manifest["tokenizer"]))
+        self.tokenizer.enable_truncation(self.manifest["max_tokens"])
+        self.tokenizer.enable_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(d / self.manifest["onnx"]), options)
+
+    def run(self, inputs):
+        """The graph's output for a batch of texts (or (query, passage) pairs)."""
+        enc = self.tokenizer.encode_batch(inputs)
+        feeds = {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+                 "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+                 "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
+        return self.session.run([self.manifest["output"]], feeds)[0]

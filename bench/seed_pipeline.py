@@ -11,34 +11,11 @@ Same model files, same thread count (1 intra-op thread), same floor as fb_retrie
 start-up, as a long-running service would. Only step 1-4 per query is timed.
 """
 
-import json
 import time
 
 import numpy as np
-import onnxruntime as ort
-from tokenizers import Tokenizer
 
-from common import connect, model_dir
-
-
-class Model:
-    def __init__(self, name):
-        d = model_dir() / name
-        self.manifest = json.loads((d / "manifest.json").read_text())
-        self.tokenizer = Tokenizer.from_file(str(d / self.manifest["tokenizer"]))
-        self.tokenizer.enable_truncation(self.manifest["max_tokens"])
-        self.tokenizer.enable_padding()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(d / self.manifest["onnx"]), options)
-
-    def run(self, inputs):
-        enc = self.tokenizer.encode_batch(inputs)
-        feeds = {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                 "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                 "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
-        return self.session.run([self.manifest["output"]], feeds)[0]
+from common import Model, connect
 
 
 class SeedPipeline:
