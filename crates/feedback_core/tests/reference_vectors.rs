@@ -94,4 +94,10 @@ fn long_inputs_are_truncated_not_rejected() {
     let v = host.embed(&cfg, "all-MiniLM-L6-v2", &[&long], TextRole::Document, &mut || {}).unwrap();
     assert_eq!(v[0].len(), 384);
     assert!(host.count_tokens(&cfg, "bge-small-en-v1.5", &long).unwrap() >= 5000);
+    // Counting switches truncation off only for the count: a long input still embeds (truncated) afterwards,
+    // to the same vector as before the count.
+    let before = host.embed(&cfg, "bge-small-en-v1.5", &[&long], TextRole::Document, &mut || {}).unwrap();
+    assert!(host.count_tokens(&cfg, "bge-small-en-v1.5", &long).unwrap() >= 5000);
+    let after = host.embed(&cfg, "bge-small-en-v1.5", &[&long], TextRole::Document, &mut || {}).unwrap();
+    assert_eq!(before, after);
 }

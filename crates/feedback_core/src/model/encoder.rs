@@ -27,8 +27,6 @@ pub enum TextRole {
 struct Loaded {
     manifest: Manifest,
     tokenizer: Tokenizer,
-    /// The same tokenizer without truncation or padding, for counting tokens.
-    counter: Tokenizer,
     session: Session,
     input_names: Vec<String>,
 }
@@ -45,11 +43,6 @@ impl Loaded {
             });
         }
         let tokenizer = Self::tokenizer(&manifest, &manifest.read_verified(dir, &manifest.tokenizer)?)?;
-        let mut counter = tokenizer.clone();
-        counter
-            .with_truncation(None)
-            .map_err(|e| ModelError::Tokenizer { name: manifest.name.clone(), reason: e.to_string() })?;
-        counter.with_padding(None);
         let graph = manifest.read_verified(dir, &manifest.onnx)?;
         let fail = |e: String| ModelError::Inference { name: manifest.name.clone(), reason: e };
         let session = Session::builder(env)
@@ -64,7 +57,7 @@ impl Loaded {
             .commit_from_memory(&graph)
             .map_err(|e| fail(e.to_string()))?;
         let input_names = session.inputs().iter().map(|o| o.name().to_string()).collect();
-        Ok(Loaded { manifest, tokenizer, counter, session, input_names })
+        Ok(Loaded { manifest, tokenizer, session, input_names })
     }
 
     fn tokenizer(manifest: &Manifest, bytes: &[u8]) -> Result<Tokenizer> {
@@ -216,13 +209,17 @@ impl Embedder {
     }
 
     /// Number of tokens the model's tokenizer makes of `text`, special tokens excluded, without truncation.
-    pub fn count_tokens(&self, text: &str) -> Result<usize> {
-        let encoding = self
-            .model
-            .counter
-            .encode(text, false)
-            .map_err(|e| ModelError::Tokenizer { name: self.name().to_string(), reason: e.to_string() })?;
-        Ok(encoding.len())
+    /// Truncation and padding are switched off for the count and restored: one tokenizer per model, no copy.
+    pub fn count_tokens(&mut self, text: &str) -> Result<usize> {
+        let tokenizer = &mut self.model.tokenizer;
+        let (truncation, padding) = (tokenizer.get_truncation().cloned(), tokenizer.get_padding().cloned());
+        let fail = |e: String| ModelError::Tokenizer { name: self.model.manifest.name.clone(), reason: e };
+        tokenizer.with_truncation(None).map_err(|e| fail(e.to_string()))?;
+        tokenizer.with_padding(None);
+        let count = tokenizer.encode(text, false).map(|e| e.len());
+        tokenizer.with_truncation(truncation).map_err(|e| fail(e.to_string()))?;
+        tokenizer.with_padding(padding);
+        count.map_err(|e| fail(e.to_string()))
     }
 }
 
