@@ -4,9 +4,11 @@
 //! - [`note`]: how a note's content is normalised and hashed into its id.
 //! - [`rank`]: relevance floor, best-first order, newer-first on near ties.
 //! - [`prompt`]: fenced, numbered lessons under a token budget; neutralising untrusted note text.
+//! - [`guard`]: prompt-injection screening and secret redaction of ingested notes.
 //!
 //! The Postgres extension (the `pg_feedback` crate) is a thin shell over these functions.
 
+pub mod guard;
 pub mod model;
 pub mod note;
 pub mod prompt;
