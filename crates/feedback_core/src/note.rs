@@ -6,28 +6,39 @@
 //! - `lesson` and `correction`: trimmed, every run of whitespace (spaces, tabs, newlines) collapsed to one space.
 //!
 //! The id is the lowercase hex sha256 of `task_type`, `lesson` and `correction`, joined by the unit separator
-//! (U+001F). `wrong_answer`, `source` and timestamps are not part of the identity: the same lesson reported
-//! again from another source is the same note.
+//! (U+001F), followed by the tenant when the note belongs to one. `wrong_answer`, `source` and timestamps are not
+//! part of the identity: the same lesson reported again from another source is the same note.
 
 use crate::model::sha256_hex;
 
-/// Trims and collapses whitespace runs to single spaces.
+/// Trims and collapses whitespace runs to single spaces; other control characters count as whitespace, so no
+/// part of a note can contain the separator its id is hashed with.
 pub fn normalize_text(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    text.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
 pub fn normalize_task_type(task_type: &str) -> String {
-    task_type.trim().to_lowercase()
+    normalize_text(task_type).to_lowercase()
 }
 
-/// The content-hashed id of a note.
+/// The content-hashed id of a shared note.
 pub fn note_id(task_type: &str, lesson: &str, correction: &str) -> String {
-    let content = format!(
+    note_id_for(None, task_type, lesson, correction)
+}
+
+/// The content-hashed id of a note of `tenant` (None: shared). Shared notes keep the three-part hash, so their
+/// ids do not depend on whether tenants are in use; two tenants' identical notes are two notes.
+pub fn note_id_for(tenant: Option<&str>, task_type: &str, lesson: &str, correction: &str) -> String {
+    let mut content = format!(
         "{}\u{1f}{}\u{1f}{}",
         normalize_task_type(task_type),
         normalize_text(lesson),
         normalize_text(correction)
     );
+    if let Some(tenant) = tenant {
+        content.push('\u{1f}');
+        content.push_str(&normalize_text(tenant));
+    }
     sha256_hex(content.as_bytes())
 }
 
@@ -56,6 +67,22 @@ mod tests {
         assert_ne!(a, note_id("u", "lesson", "correction"));
         // The separator keeps parts from running into each other.
         assert_ne!(note_id("t", "ab", "c"), note_id("t", "a", "bc"));
+    }
+
+    #[test]
+    fn tenants_have_their_own_ids_and_shared_ids_are_unchanged() {
+        let shared = note_id("t", "lesson", "correction");
+        assert_eq!(note_id_for(None, "t", "lesson", "correction"), shared);
+        let a = note_id_for(Some("team_a"), "t", "lesson", "correction");
+        assert_ne!(a, shared);
+        assert_ne!(a, note_id_for(Some("team_b"), "t", "lesson", "correction"));
+    }
+
+    #[test]
+    fn a_separator_inside_a_part_cannot_forge_another_notes_id() {
+        let tenants = note_id_for(Some("team_b"), "t", "lesson", "X");
+        assert_ne!(note_id("t", "lesson", "X\u{1f}team_b"), tenants);
+        assert_eq!(note_id("t", "lesson", "X\u{1f}team_b"), note_id("t", "lesson", "X team_b"));
     }
 
     #[test]

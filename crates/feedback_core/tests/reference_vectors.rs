@@ -72,13 +72,13 @@ fn cross_encoder_matches_python_onnxruntime() {
     let pairs: Vec<(&str, &str)> = pairs.lines().map(|l| l.split_once('\t').unwrap()).collect();
     assert_eq!(pairs.len(), expected.len());
     for (i, (query, passage)) in pairs.iter().enumerate() {
-        let score = host.rerank(&cfg, "ms-marco-MiniLM-L-12-v2", query, &[passage]).unwrap()[0];
+        let score = host.rerank(&cfg, "ms-marco-MiniLM-L-12-v2", query, &[passage], &mut || {}).unwrap()[0];
         assert!((score - expected[i]).abs() < 0.01, "pair #{i}: {score} vs {}", expected[i]);
     }
     // Two passages per run: padded to the longer pair, with the real attention mask.
     for (c, chunk) in pairs.chunks(2).enumerate() {
         let passages: Vec<&str> = chunk.iter().map(|p| p.1).collect();
-        let scores = host.rerank(&cfg, "ms-marco-MiniLM-L-12-v2", chunk[0].0, &passages).unwrap();
+        let scores = host.rerank(&cfg, "ms-marco-MiniLM-L-12-v2", chunk[0].0, &passages, &mut || {}).unwrap();
         for (j, score) in scores.iter().enumerate() {
             let want = expected_batched[2 * c + j];
             assert!((score - want).abs() < 0.01, "batched pair #{}: {score} vs {want}", 2 * c + j);

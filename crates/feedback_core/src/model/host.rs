@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::encoder::{CrossEncoder, Embedder, TextRole};
+use super::encoder::{CrossEncoder, Embedder, RunLimits, SessionOptions, TextRole};
 use super::error::{ModelError, Result};
 use super::runtime;
 
@@ -17,15 +17,24 @@ pub struct HostConfig {
     pub dimensions: usize,
     /// Most texts per model run.
     pub batch_size: usize,
+    /// Most padded tokens (rows x longest row) per model run: bounds a run's memory whatever the texts' length.
+    pub max_batch_tokens: usize,
+}
+
+impl HostConfig {
+    /// How calls are split into model runs, for embedding and reranking alike.
+    pub fn run_limits(&self) -> RunLimits {
+        RunLimits { max_rows: self.batch_size.max(1), max_tokens: self.max_batch_tokens.max(1) }
+    }
 }
 
 /// What a host has done so far (per process for [`LocalHost`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostStats {
-    /// Embedding model runs, and texts embedded by them.
+    /// Embedding model runs (each within the run limits), and texts embedded by them.
     pub embed_runs: u64,
     pub texts_embedded: u64,
-    /// Cross-encoder runs, and pairs scored by them.
+    /// Cross-encoder runs (each within the run limits), and pairs scored by them.
     pub rerank_runs: u64,
     pub pairs_scored: u64,
     /// Sessions currently loaded (embedding, cross-encoder).
@@ -35,7 +44,8 @@ pub struct HostStats {
 
 /// Runs models on behalf of callers. The extension talks to models only through this trait.
 pub trait ModelHost {
-    /// Embeds `texts` (in runs of `cfg.batch_size`, calling `between` before each run), in input order.
+    /// Embeds `texts` in runs within `cfg.run_limits()`, in input order. `between` is called before each model
+    /// run and between tokenization chunks: the extension checks for query cancellation there.
     fn embed(
         &mut self,
         cfg: &HostConfig,
@@ -44,9 +54,18 @@ pub trait ModelHost {
         role: TextRole,
         between: &mut dyn FnMut(),
     ) -> Result<Vec<Vec<f32>>>;
-    /// Cross-encoder scores of every passage against `query`, in input order.
-    fn rerank(&mut self, cfg: &HostConfig, model: &str, query: &str, passages: &[&str]) -> Result<Vec<f32>>;
-    /// Tokens the embedding model's tokenizer makes of `text` (special tokens excluded).
+    /// Cross-encoder scores of every passage against `query`, in input order, in runs within `cfg.run_limits()`;
+    /// `between` as for [`ModelHost::embed`].
+    fn rerank(
+        &mut self,
+        cfg: &HostConfig,
+        model: &str,
+        query: &str,
+        passages: &[&str],
+        between: &mut dyn FnMut(),
+    ) -> Result<Vec<f32>>;
+    /// Tokens the embedding model's tokenizer makes of `text` (special tokens excluded). One text, one tokenizer
+    /// pass, no model run: callers that count in a loop check for cancellation in their loop.
     fn count_tokens(&mut self, cfg: &HostConfig, model: &str, text: &str) -> Result<usize>;
     fn stats(&self) -> HostStats;
 }
@@ -57,16 +76,24 @@ pub struct LocalHost {
     embedders: Vec<(Key, Embedder)>,
     cross_encoders: Vec<(Key, CrossEncoder)>,
     stats: HostStats,
+    cpu_arena: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Key {
     dir: PathBuf,
-    threads: usize,
+    options: SessionOptions,
 }
 
 /// At most this many sessions of each kind stay loaded.
 const CAPACITY: usize = 2;
+
+/// ONNX Runtime's CPU memory arena stays on (ORT's default). Turning it off was measured worse on every workload
+/// (`examples/peak_rss.rs`, bge-small, 1 thread): a higher peak (~360-390 MB instead of ~170 MB for 1000 short
+/// notes; more for long texts, while the arena held 367 MB for 256 texts of 512 tokens at 4096 tokens per run)
+/// and 10-40% slower (every tensor is a fresh malloc: tens of thousands of page faults per run). The arena's one
+/// drawback, keeping its peak for the life of the session, is handled by shrinking it after large calls.
+pub const CPU_ARENA: bool = true;
 
 impl Default for LocalHost {
     fn default() -> Self {
@@ -87,18 +114,25 @@ impl LocalHost {
                 loaded_embedders: 0,
                 loaded_cross_encoders: 0,
             },
+            cpu_arena: CPU_ARENA,
         }
     }
 
+    /// Turns ONNX Runtime's CPU memory arena on or off for sessions loaded from now on (default: on, see
+    /// [`CPU_ARENA`]); a session loaded with the other value is reloaded on its next use. For measurements.
+    pub fn set_cpu_arena(&mut self, enabled: bool) {
+        self.cpu_arena = enabled;
+    }
+
     pub fn embedder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut Embedder> {
-        cached(&mut self.embedders, key(cfg, model)?, |k| {
-            Embedder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.threads, cfg.dimensions)
+        cached(&mut self.embedders, key(cfg, model, self.cpu_arena)?, |k| {
+            Embedder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.options, cfg.dimensions)
         })
     }
 
     pub fn cross_encoder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut CrossEncoder> {
-        cached(&mut self.cross_encoders, key(cfg, model)?, |k| {
-            CrossEncoder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.threads)
+        cached(&mut self.cross_encoders, key(cfg, model, self.cpu_arena)?, |k| {
+            CrossEncoder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.options)
         })
     }
 }
@@ -112,16 +146,29 @@ impl ModelHost for LocalHost {
         role: TextRole,
         between: &mut dyn FnMut(),
     ) -> Result<Vec<Vec<f32>>> {
-        let batch_size = cfg.batch_size.max(1);
-        let vectors = self.embedder(cfg, model)?.embed_batched(texts, role, batch_size, between)?;
-        self.stats.embed_runs += texts.len().div_ceil(batch_size) as u64;
+        let embedder = self.embedder(cfg, model)?;
+        let before = embedder.runs();
+        let vectors = embedder.embed(texts, role, cfg.run_limits(), between);
+        // Runs made before a failure count too (a cancellation unwinds past this: not counted).
+        self.stats.embed_runs += embedder.runs() - before;
+        let vectors = vectors?;
         self.stats.texts_embedded += texts.len() as u64;
         Ok(vectors)
     }
 
-    fn rerank(&mut self, cfg: &HostConfig, model: &str, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
-        let scores = self.cross_encoder(cfg, model)?.score(query, passages)?;
-        self.stats.rerank_runs += u64::from(!passages.is_empty());
+    fn rerank(
+        &mut self,
+        cfg: &HostConfig,
+        model: &str,
+        query: &str,
+        passages: &[&str],
+        between: &mut dyn FnMut(),
+    ) -> Result<Vec<f32>> {
+        let cross_encoder = self.cross_encoder(cfg, model)?;
+        let before = cross_encoder.runs();
+        let scores = cross_encoder.score(query, passages, cfg.run_limits(), between);
+        self.stats.rerank_runs += cross_encoder.runs() - before;
+        let scores = scores?;
         self.stats.pairs_scored += passages.len() as u64;
         Ok(scores)
     }
@@ -140,7 +187,7 @@ impl ModelHost for LocalHost {
 }
 
 /// A model name is the name of a folder inside the model directory, nothing more.
-fn key(cfg: &HostConfig, model: &str) -> Result<Key> {
+fn key(cfg: &HostConfig, model: &str, cpu_arena: bool) -> Result<Key> {
     let valid = !model.is_empty()
         && model != "."
         && model != ".."
@@ -148,7 +195,8 @@ fn key(cfg: &HostConfig, model: &str) -> Result<Key> {
     if !valid {
         return Err(ModelError::InvalidName { name: model.to_string() });
     }
-    Ok(Key { dir: cfg.model_dir.join(model), threads: cfg.intra_threads.max(1) })
+    let options = SessionOptions { intra_threads: cfg.intra_threads.max(1), cpu_arena };
+    Ok(Key { dir: cfg.model_dir.join(model), options })
 }
 
 fn cached<T>(list: &mut Vec<(Key, T)>, key: Key, load: impl FnOnce(&Key) -> Result<T>) -> Result<&mut T> {
@@ -177,21 +225,22 @@ mod tests {
             intra_threads: 1,
             dimensions: 384,
             batch_size: 64,
+            max_batch_tokens: 8192,
         }
     }
 
     #[test]
     fn model_names_cannot_escape_the_model_dir() {
         for bad in ["", "..", "../etc", "a/b", "x y"] {
-            assert!(matches!(key(&cfg(), bad), Err(ModelError::InvalidName { .. })), "{bad}");
+            assert!(matches!(key(&cfg(), bad, false), Err(ModelError::InvalidName { .. })), "{bad}");
         }
-        assert_eq!(key(&cfg(), "bge-small-en-v1.5").unwrap().dir, PathBuf::from("/models/bge-small-en-v1.5"));
+        assert_eq!(key(&cfg(), "bge-small-en-v1.5", false).unwrap().dir, PathBuf::from("/models/bge-small-en-v1.5"));
     }
 
     #[test]
     fn cache_is_bounded_and_most_recent_first() {
         let mut list: Vec<(Key, u32)> = Vec::new();
-        let k = |d: &str| Key { dir: d.into(), threads: 1 };
+        let k = |d: &str| Key { dir: d.into(), options: SessionOptions { intra_threads: 1, cpu_arena: false } };
         for (i, d) in ["a", "b", "c"].iter().enumerate() {
             cached(&mut list, k(d), |_| Ok(i as u32)).unwrap();
         }

@@ -12,9 +12,9 @@ mod pooling;
 mod query_cache;
 mod runtime;
 
-pub use encoder::{CrossEncoder, Embedder, TextRole};
+pub use encoder::{plan_runs, CrossEncoder, Embedder, RunLimits, SessionOptions, TextRole};
 pub use error::{ModelError, Result};
-pub use host::{HostConfig, HostStats, LocalHost, ModelHost};
+pub use host::{HostConfig, HostStats, LocalHost, ModelHost, CPU_ARENA};
 pub use manifest::{sha256_hex, Manifest, ModelKind, Pooling, MANIFEST_FILE};
 pub use pooling::{cosine, l2_normalize, pool};
 pub use query_cache::QueryCache;

@@ -15,6 +15,7 @@ pub fn config() -> HostConfig {
         intra_threads: 1,
         dimensions: 384,
         batch_size: 4,
+        max_batch_tokens: 8192,
     }
 }
 
