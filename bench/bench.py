@@ -25,6 +25,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
+import caps
 import data
 import retrieval
 import seed_pipeline
@@ -202,6 +203,8 @@ def main():
     seed_section(args.port, rows, n_queries)
     log("== memory")
     memory_section(args.port, rows)
+    log("== resource caps")
+    rows += caps.run(args.port)
     log("== load (pgbench)")
     load_section(args.port, rows, seconds)
 

@@ -11,7 +11,9 @@ cd "$ROOT"
 export FB_MODEL_DIR="$(model_dir)" FB_ORT_LIBRARY="$(ort_library)"
 
 log "1/3 cargo test (feedback_core)"
-cargo test -p feedback_core
+cargo test -p feedback_core -- --skip _corpus
+log "guard corpora: detection, false positives, redaction per format (gated on the test split)"
+cargo test -p feedback_core --test guard_corpus -- --nocapture
 
 log "2/3 cargo pgrx test (pg18)"
 # pgrx installs its test build into the same Postgres: the next install must rebuild the real one.
@@ -44,11 +46,15 @@ regress_status=${PIPESTATUS[0]}
 if [ "$regress_status" -ne 0 ] && [ -f "$RUN/regress/regression.diffs" ]; then
     cat "$RUN/regress/regression.diffs"
 fi
-log "end-to-end: concurrent ingests through two real sessions (psycopg)"
-"$VENV/bin/python" "$ROOT/tests/e2e/concurrent_ingest.py" "$e2e_port" | tee "$RUN/concurrency.log"
-concurrency_status=${PIPESTATUS[0]}
+e2e_status=0
+for script in concurrent_ingest guard; do
+    log "end-to-end: tests/e2e/$script.py through real sessions (psycopg)"
+    "$VENV/bin/python" "$ROOT/tests/e2e/$script.py" "$e2e_port" "$(pg_install)/bin" | tee "$RUN/$script.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || e2e_status=1
+done
 set -e
-total=$(( $(echo "$tests" | wc -w) + $(grep -c '^\(not \)\?ok - ' "$RUN/concurrency.log" || true) ))
-passed=$(( $(grep -c '^ok ' "$RUN/regress.log" || true) + $(grep -c '^ok - ' "$RUN/concurrency.log" || true) ))
+logs=("$RUN/concurrent_ingest.log" "$RUN/guard.log")
+total=$(( $(echo "$tests" | wc -w) + $(cat "${logs[@]}" | grep -c '^\(not \)\?ok - ' || true) ))
+passed=$(( $(grep -c '^ok ' "$RUN/regress.log" || true) + $(cat "${logs[@]}" | grep -c '^ok - ' || true) ))
 echo "e2e: $passed passed, $((total - passed)) failed"
-[ "$regress_status" -eq 0 ] && [ "$concurrency_status" -eq 0 ]
+[ "$regress_status" -eq 0 ] && [ "$e2e_status" -eq 0 ]

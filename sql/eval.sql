@@ -38,7 +38,7 @@ CREATE FUNCTION fb_eval(k integer DEFAULT 3, record boolean DEFAULT true)
     RETURNS TABLE (task_type text, questions integer, answerable integer, recall_at_k real, mrr real,
                    ndcg_at_k real, no_answer integer, no_answer_correct real, embedding_model text, scored_by text)
     LANGUAGE plpgsql VOLATILE
-    SET search_path FROM CURRENT
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -63,7 +63,7 @@ BEGIN
                   FROM fb_retrieve(g.query, g.task_type, greatest(20, k), k) r) AS got
           FROM feedback_golden g
     ), scored AS (
-        SELECT lower(btrim(a.task_type)) AS task_type, a.expected_id IS NOT NULL AS answerable,
+        SELECT _fb_task_type(a.task_type) AS task_type, a.expected_id IS NOT NULL AS answerable,
                array_position(a.got, a.expected_id) AS pos, coalesce(cardinality(a.got), 0) = 0 AS empty
           FROM answers a
     ), rows AS (
@@ -108,7 +108,7 @@ COMMENT ON FUNCTION fb_eval(integer, boolean) IS
 CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20)
     RETURNS TABLE (task_type text, queries integer, recall real, ann_returned real)
     LANGUAGE sql VOLATILE
-    SET search_path FROM CURRENT
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         WITH queries AS (
             SELECT n.task_type, n.embedding

@@ -7,14 +7,17 @@
 
 CREATE FUNCTION fb_embed(text) RETURNS vector(384)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN _fb_embed($1, false)::vector(384);
 
 CREATE FUNCTION fb_embed_query(text) RETURNS vector(384)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN _fb_embed($1, true)::vector(384);
 
 CREATE FUNCTION fb_embed_batch(texts text[], query boolean DEFAULT false) RETURNS vector[]
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT coalesce(array_agg(e::vector(384) ORDER BY n), '{}')
           FROM _fb_embed_batch(texts, query) WITH ORDINALITY AS t(e, n);
@@ -46,6 +49,53 @@ COMMENT ON FUNCTION fb_note_id(text, text, text) IS
 COMMENT ON FUNCTION fb_document_text(text, text) IS 'The text a note is embedded from: "task_type: lesson".';
 
 ------------------------------------------------------------------------------------------------------------------
+-- Who is acting
+------------------------------------------------------------------------------------------------------------------
+
+-- The role a statement runs for: the SET ROLE role if any, else the session user. Unlike current_user it is the
+-- same inside SECURITY DEFINER functions, so provenance, audit rows and the restore check name the caller, not
+-- the extension owner.
+CREATE FUNCTION _fb_actor() RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
+COMMENT ON FUNCTION _fb_actor() IS
+    'Internal: the role acting (SET ROLE role, else session user), also inside SECURITY DEFINER functions.';
+
+-- The tenants (roles) the acting role belongs to (a superuser: every role). Evaluated once per query.
+CREATE FUNCTION _fb_my_tenants() RETURNS text[]
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        SELECT coalesce(array_agg(r.rolname::text), '{}') FROM pg_catalog.pg_roles r
+         WHERE pg_catalog.pg_has_role(_fb_actor(), r.oid, 'MEMBER');
+    END;
+COMMENT ON FUNCTION _fb_my_tenants() IS
+    'Internal: names of the roles the acting role is a member of (its tenants).';
+
+-- Whether the acting role may see or change a note of this tenant: shared notes (NULL) belong to everyone.
+CREATE FUNCTION _fb_tenant_allowed(tenant text) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN tenant IS NULL
+        OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+                    WHERE r.rolname = tenant AND pg_catalog.pg_has_role(_fb_actor(), r.oid, 'MEMBER'));
+COMMENT ON FUNCTION _fb_tenant_allowed(text) IS
+    'Internal: true for a shared note (tenant NULL) or when the acting role is a member of the tenant role.';
+
+-- A restore (pg_restore, psql of a dump) may keep every stored field: only a superuser or a reviewer, and only
+-- with pg_feedback.restore_mode on. Anyone else's rows are new notes whatever the setting says.
+CREATE FUNCTION _fb_restoring() RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN _fb_restore_mode()
+       AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+                    WHERE r.rolname = _fb_actor()
+                      AND (r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER')));
+COMMENT ON FUNCTION _fb_restoring() IS
+    'Internal: pg_feedback.restore_mode is on and the acting role is a superuser or a member of feedback_reviewer.';
+
+------------------------------------------------------------------------------------------------------------------
 -- Notes
 ------------------------------------------------------------------------------------------------------------------
 
@@ -62,47 +112,91 @@ CREATE TABLE feedback_notes (
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now(),
     report_count     integer NOT NULL DEFAULT 1 CHECK (report_count >= 1),
-    status           text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'deprecated'))
+    status           text NOT NULL DEFAULT 'active'
+                     CHECK (status IN ('active', 'deprecated', 'pending', 'rejected', 'purged')),
+    tenant           text,
+    screening        jsonb NOT NULL DEFAULT '[]',
+    redactions       text[] NOT NULL DEFAULT '{}'
 );
 
 CREATE INDEX feedback_notes_embedding_idx ON feedback_notes USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX feedback_notes_task_type_idx ON feedback_notes (task_type, status);
+CREATE INDEX feedback_notes_pending_idx ON feedback_notes (created_at) WHERE status = 'pending';
 
 SELECT pg_catalog.pg_extension_config_dump('feedback_notes', '');
 
 COMMENT ON TABLE feedback_notes IS
     'One reviewer correction per row. id is the content hash (fb_note_id): submitting the same correction again '
-    'updates the row. Notes are never deleted by the API: fb_deprecate sets status = ''deprecated''.';
-COMMENT ON COLUMN feedback_notes.id IS 'fb_note_id(task_type, lesson, correction); set by the insert trigger.';
+    'updates the row. Secrets are redacted and instructions screened before a note is stored; flagged notes wait '
+    'as pending for a reviewer. Notes are never deleted by the API: fb_deprecate sets status = ''deprecated''. '
+    'Readers see active notes through feedback_active_notes.';
+COMMENT ON COLUMN feedback_notes.id IS 'fb_note_id(task_type, lesson, correction), with the tenant when set; set by the server.';
 COMMENT ON COLUMN feedback_notes.task_type IS 'Kind of task the lesson applies to (lower case), e.g. sql_injection_scan.';
-COMMENT ON COLUMN feedback_notes.wrong_answer IS 'What the model answered (latest report).';
-COMMENT ON COLUMN feedback_notes.correction IS 'What the reviewer said the right answer is.';
-COMMENT ON COLUMN feedback_notes.lesson IS 'The one-line lesson fed back into prompts.';
-COMMENT ON COLUMN feedback_notes.embedding IS 'Embedding of "task_type: lesson", computed in the inserting transaction.';
+COMMENT ON COLUMN feedback_notes.wrong_answer IS 'What the model answered (latest report), secrets redacted.';
+COMMENT ON COLUMN feedback_notes.correction IS 'What the reviewer said the right answer is, secrets redacted.';
+COMMENT ON COLUMN feedback_notes.lesson IS 'The one-line lesson fed back into prompts, secrets redacted.';
+COMMENT ON COLUMN feedback_notes.embedding IS 'Embedding of "task_type: lesson", computed by the server in the inserting transaction.';
 COMMENT ON COLUMN feedback_notes.embedding_model IS 'The model that computed embedding.';
 COMMENT ON COLUMN feedback_notes.source IS 'Where the latest report came from (provenance), e.g. review_ui, import.';
-COMMENT ON COLUMN feedback_notes.created_by IS 'Database role that first reported the note.';
-COMMENT ON COLUMN feedback_notes.report_count IS 'How many times the note was reported.';
-COMMENT ON COLUMN feedback_notes.status IS 'active, or deprecated (soft-deleted: kept, never retrieved).';
+COMMENT ON COLUMN feedback_notes.created_by IS 'Role that first reported the note (set by the server).';
+COMMENT ON COLUMN feedback_notes.created_at IS 'When the note was first stored (set by the server).';
+COMMENT ON COLUMN feedback_notes.report_count IS 'How many times the note was reported (counted by the server).';
+COMMENT ON COLUMN feedback_notes.status IS
+    'active (retrieved); pending (waits for fb_approve or fb_reject); deprecated (soft-deleted, fb_restore brings it '
+    'back); rejected (a reviewer refused it); purged (its text was removed by fb_purge). Set by the server.';
+COMMENT ON COLUMN feedback_notes.tenant IS
+    'The role whose members may retrieve the note; NULL: shared with every reader. Near-duplicates never merge '
+    'across tenants.';
+COMMENT ON COLUMN feedback_notes.screening IS 'fb_screen findings on the lesson and correction (field, rule, family, severity, span).';
+COMMENT ON COLUMN feedback_notes.redactions IS 'Kinds of secrets fb_redact replaced when the note was stored.';
 
--- Nearest active notes of one task_type. Exact when the task_type holds at most pg_feedback.exact_scan_limit
--- active notes (perfect recall, cheap for small sets); otherwise the HNSW index with pgvector's iterative scan,
--- so a selective task_type filter still yields k candidates instead of the few an ef_search-sized scan keeps.
-CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto')
-    RETURNS TABLE (id text, distance double precision)
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
-    SET search_path FROM CURRENT
+-- What readers see of the notes: active notes of their tenants and shared ones. The view reads the table with its
+-- owner's rights and filters by the caller (current_user), so a reader needs no right on feedback_notes itself;
+-- security_barrier keeps a caller's functions from seeing rows the filter drops. (Row-level security on the table
+-- would make Postgres refuse COPY FROM for every writer.)
+CREATE VIEW feedback_active_notes WITH (security_barrier = true) AS
+SELECT n.id, n.task_type, n.tenant, n.lesson, n.correction, n.embedding, n.embedding_model, n.source,
+       n.created_at, n.updated_at, n.report_count
+  FROM feedback_notes n
+ WHERE n.status = 'active'
+   AND (n.tenant IS NULL OR n.tenant = ANY ((SELECT _fb_my_tenants())::text[]));
+COMMENT ON VIEW feedback_active_notes IS
+    'Active notes visible to the current user: shared ones (tenant NULL) and those of tenant roles it is a member '
+    'of. Retrieval reads this view, so it never returns another tenant''s note nor a pending one.';
+
+-- Nearest active notes of one task_type among those the acting role may see (shared ones and its tenants'), with
+-- what retrieval shows of them. Exact when the task_type holds at most pg_feedback.exact_scan_limit such notes
+-- (perfect recall, cheap for small sets); otherwise the HNSW index with pgvector's iterative scan, so a selective
+-- filter (task_type, tenant) still yields k candidates. scoped => true restricts to notes of exactly p_tenant
+-- (NULL: shared notes), for near-duplicate merging. SECURITY DEFINER: readers have no right on feedback_notes, and
+-- a view over it could not use the HNSW index for ordering (a security-barrier view is never flattened).
+CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto',
+                               p_tenant text DEFAULT NULL, scoped boolean DEFAULT false)
+    RETURNS TABLE (id text, distance double precision, lesson text, correction text, created_at timestamptz)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     SET hnsw.iterative_scan = 'relaxed_order'
     SET hnsw.ef_search = 400
     AS $$
 DECLARE
     exact_limit integer := current_setting('pg_feedback.exact_scan_limit')::integer;
+    tenants text[] := CASE WHEN scoped THEN ARRAY[p_tenant] ELSE _fb_my_tenants() END;
     n bigint;
 BEGIN
+    IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, not %', k
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'k is how many candidates to return, e.g. 20.';
+    END IF;
+    IF scoped AND NOT _fb_tenant_allowed(p_tenant) THEN
+        RETURN;   -- another tenant's notes are never candidates for the acting role
+    END IF;
     IF mode = 'auto' THEN
         SELECT count(*) INTO n
           FROM (SELECT 1 FROM feedback_notes f
-                 WHERE f.task_type = p_task_type AND f.status = 'active' LIMIT exact_limit + 1) s;
+                 WHERE f.task_type = p_task_type AND f.status = 'active'
+                   AND CASE WHEN scoped THEN f.tenant IS NOT DISTINCT FROM p_tenant
+                            ELSE f.tenant IS NULL OR f.tenant = ANY (tenants) END
+                 LIMIT exact_limit + 1) s;
         mode := CASE WHEN n <= exact_limit THEN 'exact' ELSE 'ann' END;
     ELSIF mode NOT IN ('exact', 'ann') THEN
         RAISE EXCEPTION 'unknown candidate search mode "%"', mode
@@ -111,27 +205,42 @@ BEGIN
     IF mode = 'exact' THEN
         -- "+ 0" keeps the planner off the HNSW index: an exact top-k over the task_type's notes.
         RETURN QUERY
-        SELECT f.id, f.embedding <=> q
+        SELECT f.id, f.embedding <=> q, f.lesson, f.correction, f.created_at
           FROM feedback_notes f
          WHERE f.task_type = p_task_type AND f.status = 'active' AND f.embedding IS NOT NULL
+           AND CASE WHEN scoped THEN f.tenant IS NOT DISTINCT FROM p_tenant
+                    ELSE f.tenant IS NULL OR f.tenant = ANY (tenants) END
          ORDER BY (f.embedding <=> q) + 0, f.id
          LIMIT k;
     ELSE
         -- "IS TRUE" keeps the planner on the HNSW index: with a plain equality it may pick the task_type btree
         -- and sort, which is the exact path. relaxed_order returns index order only approximately: re-sort.
         RETURN QUERY
-        SELECT c.id, c.distance
-          FROM (SELECT f.id, f.embedding <=> q AS distance
+        SELECT c.id, c.distance, c.lesson, c.correction, c.created_at
+          FROM (SELECT f.id, f.embedding <=> q AS distance, f.lesson, f.correction, f.created_at
                   FROM feedback_notes f
                  WHERE (f.task_type = p_task_type) IS TRUE AND f.status = 'active'
+                   AND CASE WHEN scoped THEN f.tenant IS NOT DISTINCT FROM p_tenant
+                            ELSE f.tenant IS NULL OR f.tenant = ANY (tenants) END
                  ORDER BY f.embedding <=> q
                  LIMIT k) c
          ORDER BY c.distance, c.id;
     END IF;
 END $$;
-COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text) IS
-    'Internal: the k nearest active notes of a task_type to a vector. mode auto: exact for small sets, HNSW iterative '
-    'scan otherwise (see pg_feedback.exact_scan_limit); exact or ann force one path (fb_eval_ann compares them).';
+COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean) IS
+    'Internal: the k nearest active notes of a task_type to a vector among those the acting role may see (shared '
+    'and its tenants''), with lesson, correction and created_at. mode auto: exact for small sets, HNSW iterative '
+    'scan otherwise (see pg_feedback.exact_scan_limit); exact or ann force one path (fb_eval_ann compares them). '
+    'scoped: only notes of exactly p_tenant.';
+
+CREATE TABLE feedback_dedup_locks (
+    tenant     text NOT NULL,
+    task_type  text NOT NULL,
+    PRIMARY KEY (tenant, task_type)
+);
+COMMENT ON TABLE feedback_dedup_locks IS
+    'Internal: one row per (tenant, task_type) whose row lock serialises near-duplicate checks of concurrent '
+    'ingests (tenant  for shared notes). Holds no note data; rebuilt on demand.';
 
 CREATE TABLE feedback_note_merges (
     merged_id   text NOT NULL,
@@ -152,64 +261,146 @@ COMMENT ON TABLE feedback_note_merges IS
     'was folded into an existing note (into_id) because their embeddings had cosine similarity >= '
     'pg_feedback.dup_threshold.';
 
--- Validates a note (required fields present) and sets its normalised task_type and content-hash id.
-CREATE FUNCTION _fb_prepare_note(n feedback_notes) RETURNS feedback_notes
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path FROM CURRENT
+------------------------------------------------------------------------------------------------------------------
+-- Audit
+------------------------------------------------------------------------------------------------------------------
+
+CREATE TABLE feedback_audit (
+    id          bigserial PRIMARY KEY,
+    at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    actor       text NOT NULL,
+    action      text NOT NULL,
+    note_id     text,
+    old_status  text,
+    new_status  text,
+    reason      text,
+    detail      jsonb NOT NULL DEFAULT '{}'
+);
+CREATE INDEX feedback_audit_note_id_idx ON feedback_audit (note_id);
+SELECT pg_catalog.pg_extension_config_dump('feedback_audit', '');
+SELECT pg_catalog.pg_extension_config_dump('feedback_audit_id_seq', '');
+COMMENT ON TABLE feedback_audit IS
+    'Append-only trail of every review and status change, merge, purge and restore: who (actor), when, which note, '
+    'old and new status, the reason. It never holds note text. Only feedback_reviewer reads it; UPDATE, DELETE and '
+    'TRUNCATE are refused.';
+
+CREATE FUNCTION _fb_audit_append_only() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'feedback_audit is append-only'
+        USING ERRCODE = 'insufficient_privilege',
+              HINT = 'Audit rows are never changed or removed; fb_purge removes a note''s text, not its history.';
+END $$;
+COMMENT ON FUNCTION _fb_audit_append_only() IS 'Trigger: refuses UPDATE, DELETE and TRUNCATE of feedback_audit.';
+CREATE TRIGGER feedback_audit_no_update BEFORE UPDATE OR DELETE ON feedback_audit
+    FOR EACH ROW EXECUTE FUNCTION _fb_audit_append_only();
+CREATE TRIGGER feedback_audit_no_truncate BEFORE TRUNCATE ON feedback_audit
+    FOR EACH STATEMENT EXECUTE FUNCTION _fb_audit_append_only();
+
+------------------------------------------------------------------------------------------------------------------
+-- Write path
+------------------------------------------------------------------------------------------------------------------
+
+-- The server's view of a submitted note (Rust, _fb_clean_note): blank fields refused, oversized ones refused,
+-- secrets redacted, task_type normalised, id hashed from the redacted content (and tenant), lesson and correction
+-- screened. Re-submitting the same note counts a report on the stored row. SECURITY DEFINER because writers have
+-- no UPDATE right; it recomputes the id from the content, so calling it directly can do no more than submitting.
+CREATE FUNCTION _fb_resubmit(n feedback_notes) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
-    field text;
+    c record;
 BEGIN
-    field := CASE WHEN n.task_type IS NULL OR btrim(n.task_type) = '' THEN 'task_type'
-                  WHEN n.lesson IS NULL OR btrim(n.lesson) = '' THEN 'lesson'
-                  WHEN n.correction IS NULL OR btrim(n.correction) = '' THEN 'correction' END;
-    IF field IS NOT NULL THEN
-        RAISE EXCEPTION 'a feedback note needs a non-empty %', field
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'task_type, lesson and correction are required; wrong_answer may be empty.';
+    IF NOT _fb_tenant_allowed(n.tenant) THEN
+        RETURN false;   -- the insert goes on and is refused by its tenant check
     END IF;
-    n.task_type := lower(btrim(n.task_type));
-    n.id := fb_note_id(n.task_type, n.lesson, n.correction);
-    RETURN n;
-END $$;
-COMMENT ON FUNCTION _fb_prepare_note(feedback_notes) IS
-    'Internal: rejects a note with a blank task_type, lesson or correction; normalises task_type and sets the id.';
-
--- BEFORE INSERT, per row: normalise, compute the id; a note that already exists is updated instead (the new row
--- is dropped), so re-submitting never duplicates. The embedding is left for the statement trigger below.
--- Two transactions inserting the same new note at the same moment meet at the primary key: fb_ingest and
--- fb_ingest_batch turn that into an update (ON CONFLICT); a plain INSERT gets unique_violation.
-CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
-    LANGUAGE plpgsql SET search_path FROM CURRENT
-    AS $$
-BEGIN
-    NEW := _fb_prepare_note(NEW);
+    SELECT * INTO c FROM _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant);
+    -- A purged note counts the report but takes no text: its text was removed on purpose.
     UPDATE feedback_notes
-       SET wrong_answer = coalesce(nullif(NEW.wrong_answer, ''), wrong_answer),
-           source = NEW.source,
+       SET wrong_answer = CASE WHEN status = 'purged' THEN wrong_answer
+                               ELSE coalesce(nullif(c.wrong_answer, ''), wrong_answer) END,
+           source = CASE WHEN status = 'purged' THEN source
+                         ELSE coalesce(nullif(fb_redact(btrim(n.source)), ''), source) END,
            updated_at = now(),
            report_count = report_count + 1
-     WHERE id = NEW.id;
-    IF FOUND THEN
-        RETURN NULL;
+     WHERE id = c.id AND tenant IS NOT DISTINCT FROM c.tenant;
+    RETURN FOUND;
+END $$;
+COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
+    'Internal: counts a re-submission on the stored note with the same content (latest wrong_answer and source); '
+    'false when no such note is stored.';
+
+-- BEFORE INSERT, per row, as the inserting role: the server sets every field the client must not choose.
+CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    c record;
+    review text := _fb_review_mode();
+BEGIN
+    IF _fb_restoring() THEN
+        -- A restore brings back what was dumped; only a missing id or a vector without its model is recomputed.
+        -- A reviewer (not a superuser) restores only notes of its own tenants.
+        IF NEW.tenant IS NOT NULL AND NOT _fb_tenant_allowed(NEW.tenant) THEN
+            RAISE EXCEPTION 'role "%" may not restore notes of tenant "%"', _fb_actor(), NEW.tenant
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'Restore as a superuser, or as a member of the tenant role.';
+        END IF;
+        IF NEW.id IS NULL THEN
+            SELECT c2.id INTO NEW.id
+              FROM _fb_clean_note(NEW.task_type, NEW.wrong_answer, NEW.correction, NEW.lesson, NEW.tenant) c2;
+        END IF;
+        IF NEW.embedding IS NULL OR NEW.embedding_model IS NULL THEN
+            NEW.embedding := NULL;
+            NEW.embedding_model := NULL;
+        END IF;
+        RETURN NEW;
     END IF;
-    -- An embedding is trusted only with the model that made it (a restore); otherwise it is computed.
-    IF NEW.embedding IS NULL OR NEW.embedding_model IS NULL THEN
-        NEW.embedding := NULL;
-        NEW.embedding_model := NULL;
+    IF NEW.tenant IS NOT NULL AND NOT _fb_tenant_allowed(NEW.tenant) THEN
+        RAISE EXCEPTION 'role "%" may not write notes of tenant "%"', _fb_actor(), NEW.tenant
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'A note''s tenant must be a role you are a member of, or NULL for a shared note.';
     END IF;
+    IF _fb_resubmit(NEW) THEN
+        RETURN NULL;   -- counted on the stored note; no new row
+    END IF;
+    SELECT * INTO c FROM _fb_clean_note(NEW.task_type, NEW.wrong_answer, NEW.correction, NEW.lesson, NEW.tenant);
+    NEW.id := c.id;
+    NEW.task_type := c.task_type;
+    NEW.wrong_answer := c.wrong_answer;
+    NEW.correction := c.correction;
+    NEW.lesson := c.lesson;
+    NEW.screening := c.screening;
+    NEW.redactions := c.redactions;
+    NEW.tenant := c.tenant;
+    NEW.source := coalesce(nullif(fb_redact(btrim(NEW.source)), ''), 'review_ui');
+    -- Server-set fields: whatever the client sent is replaced.
+    NEW.embedding := NULL;
+    NEW.embedding_model := NULL;
+    NEW.created_by := _fb_actor();
+    NEW.created_at := now();
+    NEW.updated_at := now();
+    NEW.report_count := 1;
+    NEW.status := CASE WHEN review = 'all' OR (review = 'flagged' AND jsonb_array_length(c.screening) > 0)
+                       THEN 'pending' ELSE 'active' END;
     RETURN NEW;
 END $$;
 
--- AFTER INSERT, per statement: embed every new row in batched model runs (one run per
--- pg_feedback.embed_batch_size rows, grouped into UPDATEs of at most 1024 rows), in the same transaction.
-CREATE FUNCTION _fb_notes_embed_inserted() RETURNS trigger
-    LANGUAGE plpgsql SET search_path FROM CURRENT
+-- AFTER INSERT, per statement, with the extension owner's rights: embed every new row in batched model runs
+-- (grouped into UPDATEs of at most 1024 rows), record held notes in the audit trail, merge near-duplicates.
+CREATE FUNCTION _fb_notes_after_insert() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
     model text := fb_embedding_model();
     chunk record;
     vectors vector[];
+    actor text := _fb_actor();
 BEGIN
     FOR chunk IN
         SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
@@ -225,21 +416,36 @@ BEGIN
           FROM unnest(chunk.ids, vectors) AS e(id, embedding)
          WHERE f.id = e.id;
     END LOOP;
-    PERFORM _fb_merge_near_duplicates(array_agg(id ORDER BY id)) FROM inserted_notes;
+    IF _fb_restoring() THEN
+        INSERT INTO feedback_audit (actor, action, reason, detail)
+        SELECT actor, 'restore', 'rows stored as sent (pg_feedback.restore_mode)', jsonb_build_object('rows', count(*))
+          FROM inserted_notes HAVING count(*) > 0;
+        RETURN NULL;
+    END IF;
+    INSERT INTO feedback_audit (actor, action, note_id, new_status, reason, detail)
+    SELECT actor, 'hold', i.id, 'pending',
+           CASE WHEN jsonb_array_length(i.screening) > 0 THEN 'flagged by fb_screen'
+                ELSE 'pg_feedback.review = all' END,
+           jsonb_build_object('rules', (SELECT coalesce(jsonb_agg(DISTINCT f ->> 'rule'), '[]')
+                                          FROM jsonb_array_elements(i.screening) f))
+      FROM inserted_notes i
+     WHERE i.status = 'pending';
+    PERFORM _fb_merge_near_duplicates(array_agg(id ORDER BY id)) FROM inserted_notes WHERE status = 'active';
     RETURN NULL;
 END $$;
 
--- Folds each given (new) note into the most similar other active note of its task_type when their cosine
--- similarity reaches pg_feedback.dup_threshold: the existing note's report_count grows, its source and
--- updated_at take the new report's, the merge is recorded in feedback_note_merges, the new row goes away.
--- A transaction-level lock per task_type (taken in sorted order) makes concurrent ingests of near-duplicates
--- wait for each other, so under READ COMMITTED the second one sees the first and merges instead of inserting.
+-- Folds each given (new, active) note into the most similar other active note of its task_type and tenant when
+-- their cosine similarity reaches pg_feedback.dup_threshold: the existing note's report_count grows, its source
+-- and updated_at take the new report's, the merge is recorded in feedback_note_merges and feedback_audit, the new
+-- row goes away. A row lock per (tenant, task_type) in feedback_dedup_locks, taken in sorted order until the end
+-- of the transaction, makes concurrent ingests of near-duplicates wait for each other, so under READ COMMITTED the
+-- second one sees the first and merges.
 CREATE FUNCTION _fb_merge_near_duplicates(ids text[]) RETURNS integer
-    LANGUAGE plpgsql SET search_path FROM CURRENT
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
     threshold double precision := current_setting('pg_feedback.dup_threshold')::double precision;
-    t text;
     r record;
     near record;
     merged integer := 0;
@@ -247,26 +453,37 @@ BEGIN
     IF threshold >= 1 OR ids IS NULL THEN
         RETURN 0;
     END IF;
-    FOR t IN SELECT DISTINCT f.task_type FROM feedback_notes f WHERE f.id = ANY (ids) ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(hashtext('pg_feedback:dedup'), hashtext(t));
-    END LOOP;
+    -- Row locks in a table of the extension's own (an advisory lock key would be open to anyone to take).
+    INSERT INTO feedback_dedup_locks (tenant, task_type)
+    SELECT DISTINCT coalesce(f.tenant, ''), f.task_type FROM feedback_notes f WHERE f.id = ANY (ids)
+    ON CONFLICT DO NOTHING;
+    PERFORM 1 FROM feedback_dedup_locks l
+      JOIN (SELECT DISTINCT coalesce(f.tenant, '') AS tenant, f.task_type FROM feedback_notes f
+             WHERE f.id = ANY (ids)) k USING (tenant, task_type)
+     ORDER BY l.tenant, l.task_type
+       FOR UPDATE OF l;
     FOR r IN
         SELECT f.* FROM unnest(ids) WITH ORDINALITY AS i(id, n) JOIN feedback_notes f USING (id)
-         WHERE f.embedding IS NOT NULL ORDER BY i.n
+         WHERE f.embedding IS NOT NULL AND f.status = 'active' ORDER BY i.n
     LOOP
         -- The row may have absorbed or been absorbed by an earlier one of this batch.
         CONTINUE WHEN NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = r.id);
         SELECT c.id, 1 - c.distance AS similarity INTO near
-          FROM _fb_candidates(r.embedding, r.task_type, 2) c
+          FROM _fb_candidates(r.embedding, r.task_type, 2, 'auto', r.tenant, true) c
          WHERE c.id <> r.id
          ORDER BY c.distance
          LIMIT 1;
         CONTINUE WHEN near.id IS NULL OR near.similarity < threshold;
         UPDATE feedback_notes
            SET report_count = report_count + r.report_count, source = r.source, updated_at = now()
-         WHERE id = near.id;
-        INSERT INTO feedback_note_merges (merged_id, into_id, similarity, task_type, lesson, correction, source)
-        VALUES (r.id, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source);
+         WHERE id = near.id AND status = 'active';
+        CONTINUE WHEN NOT FOUND;   -- deprecated meanwhile by a reviewer: the new note stays
+        INSERT INTO feedback_note_merges (merged_id, into_id, similarity, task_type, lesson, correction, source,
+                                          merged_by)
+        VALUES (r.id, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source, _fb_actor());
+        INSERT INTO feedback_audit (actor, action, note_id, detail)
+        VALUES (_fb_actor(), 'merge', near.id,
+                jsonb_build_object('merged_id', r.id, 'similarity', round(near.similarity::numeric, 4)));
         -- Notes merged into this one earlier in the batch now belong to its target.
         UPDATE feedback_note_merges SET into_id = near.id WHERE into_id = r.id;
         DELETE FROM feedback_notes WHERE id = r.id;
@@ -275,14 +492,29 @@ BEGIN
     RETURN merged;
 END $$;
 COMMENT ON FUNCTION _fb_merge_near_duplicates(text[]) IS
-    'Internal: merges new notes into near-duplicate active notes of the same task_type (pg_feedback.dup_threshold).';
+    'Internal: merges new notes into near-duplicate active notes of the same task_type and tenant '
+    '(pg_feedback.dup_threshold). Runs inside the insert trigger with the owner''s rights.';
 
--- BEFORE UPDATE of the embedded content, per row: new id, new embedding (single-row model run).
+-- BEFORE UPDATE of the content, per row (only the owner and superusers may UPDATE): the same cleaning as an
+-- insert (redaction, screening, id), and a new embedding when the embedded text changed.
 CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
-    LANGUAGE plpgsql SET search_path FROM CURRENT
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
+DECLARE
+    c record;
 BEGIN
-    NEW := _fb_prepare_note(NEW);
+    IF NEW.status = 'purged' THEN
+        RETURN NEW;   -- fb_purge blanks the text: the note keeps its id and is never embedded again
+    END IF;
+    SELECT * INTO c FROM _fb_clean_note(NEW.task_type, NEW.wrong_answer, NEW.correction, NEW.lesson, NEW.tenant);
+    NEW.id := c.id;
+    NEW.task_type := c.task_type;
+    NEW.wrong_answer := c.wrong_answer;
+    NEW.correction := c.correction;
+    NEW.lesson := c.lesson;
+    NEW.screening := c.screening;
+    NEW.redactions := ARRAY(SELECT DISTINCT unnest(OLD.redactions || c.redactions) ORDER BY 1);
     IF NEW.id <> OLD.id AND EXISTS (SELECT 1 FROM feedback_notes WHERE id = NEW.id) THEN
         RAISE EXCEPTION 'another note already has this content (id %)', NEW.id
             USING ERRCODE = 'unique_violation',
@@ -299,18 +531,21 @@ END $$;
 
 CREATE TRIGGER feedback_notes_before_insert BEFORE INSERT ON feedback_notes
     FOR EACH ROW EXECUTE FUNCTION _fb_notes_before_insert();
-CREATE TRIGGER feedback_notes_embed_inserted AFTER INSERT ON feedback_notes
+CREATE TRIGGER feedback_notes_after_insert AFTER INSERT ON feedback_notes
     REFERENCING NEW TABLE AS inserted_notes
-    FOR EACH STATEMENT EXECUTE FUNCTION _fb_notes_embed_inserted();
-CREATE TRIGGER feedback_notes_before_update BEFORE UPDATE OF task_type, lesson, correction ON feedback_notes
+    FOR EACH STATEMENT EXECUTE FUNCTION _fb_notes_after_insert();
+CREATE TRIGGER feedback_notes_before_update
+    BEFORE UPDATE OF task_type, wrong_answer, lesson, correction, tenant ON feedback_notes
     FOR EACH ROW EXECUTE FUNCTION _fb_notes_before_update();
 
 COMMENT ON FUNCTION _fb_notes_before_insert() IS
-    'Trigger: validates and normalises a new note, sets its content-hash id, and turns a re-submission into an update.';
-COMMENT ON FUNCTION _fb_notes_embed_inserted() IS
-    'Trigger: embeds the rows of an INSERT or COPY in batched model runs, in the same transaction.';
+    'Trigger: cleans a new note (redaction, screening, id), sets every server-owned field, and turns a '
+    're-submission into a counted report. With pg_feedback.restore_mode (superuser or reviewer) keeps the row as sent.';
+COMMENT ON FUNCTION _fb_notes_after_insert() IS
+    'Trigger: embeds the rows of an INSERT or COPY in batched model runs in the same transaction, audits held notes '
+    'and merges near-duplicates.';
 COMMENT ON FUNCTION _fb_notes_before_update() IS
-    'Trigger: recomputes id and embedding when task_type, lesson or correction change.';
+    'Trigger: re-cleans an edited note (redaction, screening, id) and re-embeds it when its embedded text changed.';
 
 ------------------------------------------------------------------------------------------------------------------
 -- Ingest API
@@ -321,74 +556,96 @@ CREATE TYPE fb_note_input AS (
     wrong_answer text,
     correction   text,
     lesson       text,
-    source       text
+    source       text,
+    tenant       text
 );
-COMMENT ON TYPE fb_note_input IS 'One note for fb_ingest_batch; a NULL source means ''review_ui''.';
+COMMENT ON TYPE fb_note_input IS
+    'One note for fb_ingest_batch; a NULL source means ''review_ui'', a NULL tenant a shared note.';
 
+-- What became of submitted notes, by their stored id: the status of the stored note, or the note it was merged
+-- into. SECURITY DEFINER: writers cannot read feedback_notes; it reveals only the status of ids they name.
+CREATE FUNCTION _fb_ingest_outcomes(ids text[])
+    RETURNS TABLE (id text, status text, into_id text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        SELECT i.id, f.status,
+               (SELECT m.into_id FROM feedback_note_merges m
+                 WHERE f.id IS NULL AND m.merged_id = i.id ORDER BY m.merged_at DESC LIMIT 1)
+          FROM (SELECT DISTINCT unnest(ids) AS id) i
+          LEFT JOIN feedback_notes f ON f.id = i.id AND _fb_tenant_allowed(f.tenant);
+    END;
+COMMENT ON FUNCTION _fb_ingest_outcomes(text[]) IS
+    'Internal: for stored note ids, the note''s status, or the note it was merged into.';
+
+-- SECURITY DEFINER so that it can learn which rows its INSERT created (RETURNING) while writers have no SELECT
+-- on feedback_notes; the triggers act for the caller all the same (_fb_actor: provenance, tenant and restore checks).
 CREATE FUNCTION fb_ingest_batch(notes fb_note_input[])
     RETURNS TABLE (id text, action text)
-    LANGUAGE plpgsql SET search_path FROM CURRENT
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 #variable_conflict use_column
 DECLARE
     inserted text[];
 BEGIN
-    -- RETURNING lists the rows this INSERT really added: a re-submission of a stored note is turned into an
-    -- update by the insert trigger and is not returned.
-    -- ON CONFLICT covers a concurrent session inserting the same new note: this one waits at the primary key,
-    -- then updates. xmax = 0 marks a row this statement created.
-    WITH ins AS (
-        INSERT INTO feedback_notes AS f (task_type, wrong_answer, correction, lesson, source)
-        SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, coalesce(n.source, 'review_ui')
-          FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
-         ORDER BY ord
-        ON CONFLICT (id) DO UPDATE
-           SET wrong_answer = coalesce(nullif(excluded.wrong_answer, ''), f.wrong_answer),
-               source = excluded.source, updated_at = now(), report_count = f.report_count + 1
-        RETURNING f.id, f.xmax = 0 AS created)
-    SELECT coalesce(array_agg(ins.id) FILTER (WHERE ins.created), '{}') INTO inserted FROM ins;
+    -- RETURNING lists the rows this INSERT really added: a re-submission of a stored note is turned into a
+    -- counted report by the insert trigger and is not returned. Two sessions inserting the same new note at once
+    -- meet at the primary key: the loser's whole INSERT is rolled back to its savepoint and run again, and then
+    -- finds the winner's row and counts a report on it.
+    FOR attempt IN 1..3 LOOP
+        BEGIN
+            WITH ins AS (
+                INSERT INTO feedback_notes AS f (task_type, wrong_answer, correction, lesson, source, tenant)
+                SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, n.source, n.tenant
+                  FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, tenant, ord)
+                 ORDER BY ord
+                RETURNING f.id)
+            SELECT coalesce(array_agg(ins.id), '{}') INTO inserted FROM ins;
+            EXIT;
+        EXCEPTION WHEN unique_violation THEN
+            IF attempt = 3 THEN
+                RAISE;
+            END IF;
+        END;
+    END LOOP;
 
-    -- The ids this INSERT created are joined (c), not searched with <> ALL per input: quadratic in the batch.
     RETURN QUERY
-    SELECT coalesce(m.into_id, i.nid),
+    WITH input AS (
+        SELECT n.ord, c.id AS nid
+          FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, tenant, ord)
+         CROSS JOIN LATERAL _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant) c
+    ), outcome AS (
+        SELECT * FROM _fb_ingest_outcomes((SELECT array_agg(nid) FROM input))
+    )
+    SELECT coalesce(o.into_id, i.nid),
            CASE WHEN c.id IS NULL OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1 THEN 'updated'
-                WHEN m.into_id IS NOT NULL THEN 'merged'
+                WHEN o.into_id IS NOT NULL THEN 'merged'
+                WHEN o.status = 'pending' THEN 'pending'
                 ELSE 'inserted' END
-      FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
-     CROSS JOIN LATERAL (SELECT fb_note_id(n.task_type, n.lesson, n.correction) AS nid, n.ord) i
+      FROM input i
       LEFT JOIN (SELECT DISTINCT unnest(inserted) AS id) c ON c.id = i.nid
-      LEFT JOIN LATERAL (
-            SELECT mm.into_id FROM feedback_note_merges mm
-             WHERE mm.merged_id = i.nid AND NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = i.nid)
-             ORDER BY mm.merged_at DESC LIMIT 1) m ON true
+      LEFT JOIN outcome o ON o.id = i.nid
      ORDER BY i.ord;
 END $$;
 
 CREATE FUNCTION fb_ingest(task_type text, wrong_answer text, correction text, lesson text,
-                          source text DEFAULT 'review_ui')
+                          source text DEFAULT 'review_ui', tenant text DEFAULT NULL)
     RETURNS TABLE (id text, action text)
-    LANGUAGE sql SET search_path FROM CURRENT
+    LANGUAGE sql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
-        SELECT * FROM fb_ingest_batch(ARRAY[ROW(task_type, wrong_answer, correction, lesson, source)::fb_note_input]);
-    END;
-
-CREATE FUNCTION fb_deprecate(note_id text) RETURNS boolean
-    LANGUAGE sql SET search_path FROM CURRENT
-    BEGIN ATOMIC
-        WITH d AS (
-            UPDATE feedback_notes SET status = 'deprecated', updated_at = now()
-             WHERE id = note_id AND status = 'active'
-            RETURNING 1)
-        SELECT count(*) > 0 FROM d;
+        SELECT * FROM fb_ingest_batch(
+            ARRAY[ROW(task_type, wrong_answer, correction, lesson, source, tenant)::fb_note_input]);
     END;
 
 COMMENT ON FUNCTION fb_ingest_batch(fb_note_input[]) IS
     'Stores many notes with one INSERT (embedded in batched model runs). Returns, in input order, each note''s id and '
-    'action: inserted; updated when the same correction was already stored (or repeated in the batch); merged when '
-    'it was folded into a near-duplicate (the id returned is then the existing note''s).';
-COMMENT ON FUNCTION fb_ingest(text, text, text, text, text) IS
-    'Stores one note: returns its id and action (inserted | updated | merged). Submitting the same correction again '
-    'updates the stored note (latest wrong_answer and source, report_count + 1), never duplicates it; a note whose '
-    'embedding is within pg_feedback.dup_threshold of an active note of the same task_type is merged into it.';
-COMMENT ON FUNCTION fb_deprecate(text) IS
-    'Soft-deletes a note (status = deprecated); true if an active note was deprecated. Notes are never deleted.';
+    'action: inserted; pending when it waits for a reviewer (flagged by fb_screen, or pg_feedback.review = all); '
+    'updated when the same correction was already stored (or repeated in the batch); merged when it was folded into '
+    'a near-duplicate (the id returned is then the existing note''s).';
+COMMENT ON FUNCTION fb_ingest(text, text, text, text, text, text) IS
+    'Stores one note: returns its id and action (inserted | pending | updated | merged). Secrets are redacted first; '
+    'submitting the same correction again updates the stored note (latest wrong_answer and source, report_count + 1), '
+    'never duplicates it; a note whose embedding is within pg_feedback.dup_threshold of an active note of the same '
+    'task_type and tenant is merged into it.';

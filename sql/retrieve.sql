@@ -6,7 +6,7 @@ CREATE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFA
     RETURNS TABLE (rank integer, id text, lesson text, correction text, similarity real, rerank_score real,
                    scored_by text, created_at timestamptz)
     LANGUAGE plpgsql STABLE
-    SET search_path FROM CURRENT
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -29,19 +29,18 @@ BEGIN
     IF query IS NULL OR task_type IS NULL THEN
         RETURN;
     END IF;
-    use_rerank := coalesce(rerank, current_setting('pg_feedback.rerank')::boolean) AND fb_rerank_model() <> '';
-
-    -- Embedded in its own step, through the backend's query cache (see fb_embed_query).
+    -- Embedded in its own step, through the backend's query cache (see fb_embed_query); first, so that the
+    -- library is loaded and its settings defined before they are read.
     q := fb_embed_query(query);
-    SELECT array_agg(f.id ORDER BY c.distance, c.id) AS ids,
-           array_agg(f.lesson ORDER BY c.distance, c.id) AS lessons,
-           array_agg(f.correction ORDER BY c.distance, c.id) AS corrections,
-           array_agg(f.lesson || ' ' || f.correction ORDER BY c.distance, c.id) AS passages,
+    use_rerank := coalesce(rerank, current_setting('pg_feedback.rerank')::boolean) AND fb_rerank_model() <> '';
+    SELECT array_agg(c.id ORDER BY c.distance, c.id) AS ids,
+           array_agg(c.lesson ORDER BY c.distance, c.id) AS lessons,
+           array_agg(c.correction ORDER BY c.distance, c.id) AS corrections,
+           array_agg(c.lesson || ' ' || c.correction ORDER BY c.distance, c.id) AS passages,
            array_agg((1 - c.distance)::real ORDER BY c.distance, c.id) AS sims,
-           array_agg(f.created_at ORDER BY c.distance, c.id) AS created
+           array_agg(c.created_at ORDER BY c.distance, c.id) AS created
       INTO cand
-      FROM _fb_candidates(q, lower(btrim(fb_retrieve.task_type)), candidate_k) c
-      JOIN feedback_notes f ON f.id = c.id;
+      FROM _fb_candidates(q, _fb_task_type(fb_retrieve.task_type), candidate_k) c;
     IF cand.ids IS NULL THEN
         RETURN;   -- no notes for this task_type: zero rows is a normal answer
     END IF;
@@ -77,14 +76,13 @@ COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean) IS
 CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
     RETURNS TABLE (id text, lesson text, similarity real, would_merge boolean)
     LANGUAGE sql STABLE
-    SET search_path FROM CURRENT
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
-        SELECT f.id, f.lesson, (1 - c.distance)::real,
+        SELECT c.id, c.lesson, (1 - c.distance)::real,
                1 - c.distance >= current_setting('pg_feedback.dup_threshold')::double precision
                    AND current_setting('pg_feedback.dup_threshold')::double precision < 1
           FROM _fb_candidates(fb_embed(fb_document_text(fb_find_duplicate.task_type, fb_find_duplicate.lesson)),
-                              lower(btrim(fb_find_duplicate.task_type)), 1) c
-          JOIN feedback_notes f ON f.id = c.id;
+                              _fb_task_type(fb_find_duplicate.task_type), 1) c;
     END;
 
 COMMENT ON FUNCTION fb_find_duplicate(text, text) IS
@@ -98,7 +96,7 @@ CREATE FUNCTION fb_build_prompt(query text, task_type text,
                                 max_context_tokens integer DEFAULT 800)
     RETURNS text
     LANGUAGE sql STABLE
-    SET search_path FROM CURRENT
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT _fb_build_prompt(base_instructions,
                                 coalesce(array_agg(r.lesson ORDER BY r.rank), '{}'),

@@ -14,6 +14,10 @@ pub enum FbError {
     /// A function argument out of its range.
     #[error("{message}")]
     InvalidArgument { message: String, hint: String },
+
+    /// An input larger than a configured limit (pg_feedback.max_input_bytes).
+    #[error("{message}")]
+    LimitExceeded { message: String, hint: String },
 }
 
 impl FbError {
@@ -35,6 +39,7 @@ impl FbError {
                 ModelError::Tokenizer { .. } | ModelError::Inference { .. } => ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
             },
             FbError::InvalidArgument { .. } => ERRCODE_INVALID_PARAMETER_VALUE,
+            FbError::LimitExceeded { .. } => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
         }
     }
 
@@ -60,8 +65,12 @@ impl FbError {
                     )
                 }
             },
-            FbError::InvalidArgument { hint, .. } => hint.clone(),
+            FbError::InvalidArgument { hint, .. } | FbError::LimitExceeded { hint, .. } => hint.clone(),
         }
+    }
+
+    pub fn limit_exceeded(message: impl Into<String>, hint: impl Into<String>) -> FbError {
+        FbError::LimitExceeded { message: message.into(), hint: hint.into() }
     }
 
     pub fn invalid_argument(message: impl Into<String>, hint: impl Into<String>) -> FbError {

@@ -4,7 +4,31 @@ use std::ffi::{c_char, CStr, CString};
 use std::path::PathBuf;
 
 use feedback_core::model::HostConfig;
-use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
+
+/// `pg_feedback.review`: which new notes wait for a reviewer.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Review {
+    /// Notes with screening findings.
+    #[name = c"flagged"]
+    Flagged,
+    /// Every new note.
+    #[name = c"all"]
+    All,
+    /// None (findings are still recorded).
+    #[name = c"off"]
+    Off,
+}
+
+impl Review {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Review::Flagged => "flagged",
+            Review::All => "all",
+            Review::Off => "off",
+        }
+    }
+}
 
 /// Width of `feedback_notes.embedding`; every embedding model must produce vectors this wide.
 pub const DIMENSIONS: usize = 384;
@@ -26,6 +50,10 @@ static EXACT_SCAN_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(5000);
 pub const DEFAULT_RERANK_FLOOR: f64 = -9.4;
 pub const DEFAULT_COSINE_FLOOR: f64 = 0.63;
 static EMBED_BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(64);
+static MAX_BATCH_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(8192);
+static MAX_INPUT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(65536);
+static REVIEW: GucSetting<Review> = GucSetting::<Review>::new(Review::Flagged);
+static RESTORE_MODE: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 pub fn init() {
     GucRegistry::define_string_guc(
@@ -52,7 +80,7 @@ pub fn init() {
         c"It must produce 384-wide vectors. Notes record the model that embedded them; after a change, \
           re-embed stored notes so queries and notes share one vector space.",
         &EMBEDDING_MODEL,
-        GucContext::Userset,
+        GucContext::Suset,
         GucFlags::default(),
     );
     GucRegistry::define_string_guc(
@@ -60,7 +88,7 @@ pub fn init() {
         c"Cross-encoder used by fb_rerank: the name of a folder in pg_feedback.model_dir.",
         c"",
         &RERANK_MODEL,
-        GucContext::Userset,
+        GucContext::Suset,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -71,7 +99,7 @@ pub fn init() {
         &INTRA_THREADS,
         1,
         64,
-        GucContext::Userset,
+        GucContext::Suset,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -81,7 +109,7 @@ pub fn init() {
         &QUERY_CACHE_SIZE,
         0,
         1_000_000,
-        GucContext::Userset,
+        GucContext::Suset,
         GucFlags::default(),
     );
     GucRegistry::define_bool_guc(
@@ -130,7 +158,7 @@ pub fn init() {
         &DUP_THRESHOLD,
         0.0,
         1.0,
-        GucContext::Userset,
+        GucContext::Suset,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -151,6 +179,47 @@ pub fn init() {
         &EMBED_BATCH_SIZE,
         1,
         1024,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_feedback.max_batch_tokens",
+        c"Most padded tokens (texts x longest text) in one model run, for embedding and reranking.",
+        c"Bounds a backend's memory whatever the texts' length: a run of long texts holds fewer of them. \
+          Superuser only.",
+        &MAX_BATCH_TOKENS,
+        512,
+        1_048_576,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_feedback.max_input_bytes",
+        c"Largest text, in bytes, that any pg_feedback function embeds, reranks, screens or counts.",
+        c"Longer inputs are refused with an ERROR before they are tokenized (notes: each of lesson, \
+          correction and wrong_answer). Superuser only.",
+        &MAX_INPUT_BYTES,
+        1024,
+        64 * 1024 * 1024,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"pg_feedback.review",
+        c"Which new notes wait for a reviewer (status pending) before they can be retrieved: flagged, all or off.",
+        c"flagged: notes whose lesson or correction fb_screen flags; all: every new note; off: none (screening \
+          findings are still recorded). Superuser only.",
+        &REVIEW,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"pg_feedback.restore_mode",
+        c"Trust the stored fields of inserted rows (a restore of a dump): keep their id, embedding, status, \
+          timestamps and counts, and skip redaction, screening and near-duplicate merging.",
+        c"Honoured only for superusers and members of feedback_reviewer; for anyone else inserts are \
+          treated as new notes whatever this says.",
+        &RESTORE_MODE,
         GucContext::Userset,
         GucFlags::default(),
     );
@@ -173,6 +242,18 @@ pub fn tie_margin() -> f64 {
     TIE_MARGIN.get()
 }
 
+pub fn review() -> Review {
+    REVIEW.get()
+}
+
+pub fn restore_mode() -> bool {
+    RESTORE_MODE.get()
+}
+
+pub fn max_input_bytes() -> usize {
+    MAX_INPUT_BYTES.get() as usize
+}
+
 pub fn query_cache_size() -> usize {
     QUERY_CACHE_SIZE.get() as usize
 }
@@ -188,6 +269,7 @@ pub fn host_config() -> HostConfig {
         intra_threads: INTRA_THREADS.get() as usize,
         dimensions: DIMENSIONS,
         batch_size: EMBED_BATCH_SIZE.get() as usize,
+        max_batch_tokens: MAX_BATCH_TOKENS.get() as usize,
     }
 }
 

@@ -8,6 +8,7 @@ use pgrx::check_for_interrupts;
 
 use crate::error::{FbError, OrReport};
 use crate::gucs;
+use crate::notes::check_size;
 
 thread_local! {
     static HOST: RefCell<LocalHost> = const { RefCell::new(LocalHost::new()) };
@@ -24,15 +25,21 @@ fn try_run<R>(
     HOST.with(|host| f(&mut *host.borrow_mut(), &cfg, &model)).map_err(FbError::model(setting))
 }
 
+/// Called by the host before every model run and between tokenization chunks: a cancelled statement (or a
+/// statement_timeout) stops there, within one run.
+fn between_runs() {
+    check_for_interrupts!();
+}
+
 fn try_embed(texts: &[&str], role: TextRole) -> Result<Vec<Vec<f32>>, FbError> {
+    texts.iter().for_each(|t| check_size("text", t));
     try_run("pg_feedback.embedding_model", gucs::embedding_model(), |host, cfg, model| {
-        host.embed(cfg, model, texts, role, &mut || {
-            check_for_interrupts!();
-        })
+        host.embed(cfg, model, texts, role, &mut between_runs)
     })
 }
 
-/// Embeds `texts` with the configured embedding model, in input order; cancellable between model runs.
+/// Embeds `texts` with the configured embedding model, in input order, in runs bounded by
+/// `pg_feedback.embed_batch_size` and `pg_feedback.max_batch_tokens`; cancellable between model runs.
 pub fn embed(texts: &[&str], role: TextRole) -> Vec<Vec<f32>> {
     try_embed(texts, role).or_report()
 }
@@ -56,10 +63,13 @@ pub fn query_cache_stats() -> (usize, u64, u64) {
     QUERY_CACHE.with(|cache| cache.borrow().stats())
 }
 
-/// Cross-encoder scores of `passages` against `query`, in input order.
+/// Cross-encoder scores of `passages` against `query`, in input order, in runs bounded like embedding runs;
+/// cancellable between model runs.
 pub fn rerank(query: &str, passages: &[&str]) -> Vec<f32> {
+    check_size("query", query);
+    passages.iter().for_each(|p| check_size("passage", p));
     try_run("pg_feedback.rerank_model", gucs::rerank_model(), |host, cfg, model| {
-        host.rerank(cfg, model, query, passages)
+        host.rerank(cfg, model, query, passages, &mut between_runs)
     })
     .or_report()
 }

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 mod embed;
 mod error;
+mod guard;
 mod gucs;
 mod host;
 mod notes;
@@ -28,15 +29,24 @@ extension_sql_file!(
         embed::fb_model_stats,
         notes::fb_note_id,
         notes::fb_document_text,
+        notes::_fb_clean_note,
+        notes::_fb_review_mode,
+        notes::_fb_restore_mode,
+        notes::_fb_task_type,
+        guard::fb_screen,
+        guard::fb_redact,
         rerank::fb_rerank,
     ]
 );
+extension_sql_file!("../sql/review.sql", name = "review", requires = ["notes"]);
 extension_sql_file!(
     "../sql/retrieve.sql",
     name = "retrieve",
     requires = ["notes", embed::fb_rerank_model, retrieve::_fb_rank, prompt::_fb_build_prompt]
 );
-extension_sql_file!("../sql/eval.sql", name = "eval", finalize);
+extension_sql_file!("../sql/eval.sql", name = "eval", requires = ["retrieve"]);
+// Roles and privileges, once every object exists.
+extension_sql_file!("../sql/security.sql", name = "security", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

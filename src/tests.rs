@@ -192,11 +192,13 @@ mod tests {
     fn synthetic_notes(task_type: &str, n: i32, seed: f64) {
         run(&format!(
             "SELECT setseed({seed});
+             SET pg_feedback.restore_mode = on;
              INSERT INTO feedback_notes (task_type, correction, lesson, embedding, embedding_model)
              SELECT '{task_type}', 'correction ' || g, '{task_type} lesson ' || g,
                     (SELECT array_agg(random() - 0.5) FROM generate_series(1, 384) d WHERE g > 0)::real[]::vector,
                     'synthetic'
-               FROM generate_series(1, {n}) g"
+               FROM generate_series(1, {n}) g;
+             RESET pg_feedback.restore_mode"
         ));
     }
 

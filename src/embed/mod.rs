@@ -17,6 +17,7 @@ fn role(query: bool) -> TextRole {
 /// One text's embedding (queries through the backend's cache). STABLE, not IMMUTABLE: the result depends on
 /// the configured model.
 #[pg_extern(stable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_embed(text: &str, query: bool) -> Vec<f32> {
     if query {
         host::embed_query(text)
@@ -27,6 +28,7 @@ fn _fb_embed(text: &str, query: bool) -> Vec<f32> {
 
 /// Embeddings of many texts in batched model runs, one row per input in input order (NULL for a NULL input).
 #[pg_extern(stable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_embed_batch(texts: Array<&str>, query: bool) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let inputs: Vec<Option<&str>> = texts.iter().collect();
     SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(present, role(query))))
@@ -34,25 +36,30 @@ fn _fb_embed_batch(texts: Array<&str>, query: bool) -> SetOfIterator<'static, Op
 
 /// The configured cross-encoder's name; empty when reranking is not configured.
 #[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_rerank_model() -> String {
     gucs::rerank_model()
 }
 
 /// The configured embedding model's name, as recorded on the notes it embeds.
 #[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_embedding_model() -> String {
     gucs::embedding_model()
 }
 
 /// Number of tokens the embedding model's tokenizer makes of a text (special tokens excluded, no truncation).
 #[pg_extern(stable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_count_tokens(text: &str) -> i32 {
+    crate::notes::check_size("text", text);
     host::count_tokens(text) as i32
 }
 
 /// The models installed in `pg_feedback.model_dir`, read from their manifests (checksums are verified on load,
 /// not here).
 #[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_models() -> TableIterator<
     'static,
     (
@@ -90,6 +97,7 @@ fn fb_models() -> TableIterator<
 
 /// This backend's model activity: runs and texts, loaded sessions. Resets when the session ends.
 #[pg_extern(volatile, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_model_stats() -> TableIterator<
     'static,
     (

@@ -1,16 +1,126 @@
-//! Note identity, exposed to the SQL triggers in `sql/notes.sql`.
+//! Note identity and the server's cleaning of a submitted note, called by the triggers in `sql/notes.sql`.
 
-use feedback_core::note;
+use feedback_core::{guard, note};
 use pgrx::prelude::*;
+use pgrx::JsonB;
 
-/// The content-hashed id of a note (see `feedback_core::note` for the normalisation).
+use crate::error::FbError;
+use crate::gucs;
+
+/// Refuses a text larger than `pg_feedback.max_input_bytes` before any tokenizer or regex sees it.
+pub fn check_size(what: &str, text: &str) {
+    let limit = gucs::max_input_bytes();
+    if text.len() > limit {
+        FbError::limit_exceeded(
+            format!("{what} is {} bytes, more than pg_feedback.max_input_bytes ({limit})", text.len()),
+            "Shorten the text: a note is a lesson and a correction, not a document. A superuser can raise \
+             pg_feedback.max_input_bytes.",
+        )
+        .report();
+    }
+}
+
+/// `pg_feedback.review` (flagged | all | off), read through the library so that the setting is defined (and a
+/// placeholder a non-superuser set before the library was loaded has been discarded) when the trigger reads it.
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_review_mode() -> String {
+    gucs::review().as_str().to_string()
+}
+
+/// `pg_feedback.restore_mode`, read through the library (see `_fb_review_mode`).
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_restore_mode() -> bool {
+    gucs::restore_mode()
+}
+
+/// The content-hashed id of a shared note (see `feedback_core::note` for the normalisation).
 #[pg_extern(immutable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_note_id(task_type: &str, lesson: &str, correction: &str) -> String {
     note::note_id(task_type, lesson, correction)
 }
 
 /// The text a note is embedded from: `"task_type: lesson"`, normalised.
 #[pg_extern(immutable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_document_text(task_type: &str, lesson: &str) -> String {
     note::document_text(task_type, lesson)
+}
+
+/// A submitted note as the server stores it: required fields present and within pg_feedback.max_input_bytes,
+/// secrets redacted in every text field, task_type normalised, the id hashed from the redacted content (and
+/// tenant), lesson and correction screened for instructions. STABLE: the size limit is a setting.
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+#[allow(clippy::type_complexity)]
+fn _fb_clean_note(
+    task_type: Option<&str>,
+    wrong_answer: Option<&str>,
+    correction: Option<&str>,
+    lesson: Option<&str>,
+    tenant: Option<&str>,
+) -> TableIterator<
+    'static,
+    (
+        name!(task_type, String),
+        name!(wrong_answer, String),
+        name!(correction, String),
+        name!(lesson, String),
+        name!(id, String),
+        name!(redactions, Vec<String>),
+        name!(screening, JsonB),
+        name!(tenant, Option<String>),
+    ),
+> {
+    let fields = [("task_type", task_type), ("lesson", lesson), ("correction", correction)];
+    for (name, value) in fields {
+        if value.is_none_or(|v| note::normalize_text(v).is_empty()) {
+            FbError::invalid_argument(
+                format!("a feedback note needs a non-empty {name}"),
+                "task_type, lesson and correction are required; wrong_answer may be empty.",
+            )
+            .report();
+        }
+    }
+    let (task_type, lesson, correction) = (task_type.unwrap_or(""), lesson.unwrap_or(""), correction.unwrap_or(""));
+    let wrong_answer = wrong_answer.unwrap_or("");
+    for (name, value) in [("task_type", task_type), ("wrong_answer", wrong_answer), ("correction", correction)] {
+        check_size(name, value);
+    }
+    check_size("lesson", lesson);
+
+    let mut kinds: Vec<String> = Vec::new();
+    let mut clean = |text: &str| {
+        let r = guard::redact(text);
+        kinds.extend(r.kinds.iter().map(|k| k.to_string()));
+        r.text
+    };
+    let (wrong_answer, correction, lesson) = (clean(wrong_answer), clean(correction), clean(lesson));
+    kinds.sort();
+    kinds.dedup();
+    let task_type = note::normalize_task_type(task_type);
+    let tenant = tenant.map(note::normalize_text).filter(|t| !t.is_empty());
+    let id = note::note_id_for(tenant.as_deref(), &task_type, &lesson, &correction);
+    let mut findings = crate::guard::findings_json(&guard::screen(&lesson), Some("lesson"));
+    findings.extend(crate::guard::findings_json(&guard::screen(&correction), Some("correction")));
+    TableIterator::once((
+        task_type,
+        wrong_answer,
+        correction,
+        lesson,
+        id,
+        kinds,
+        JsonB(serde_json::Value::Array(findings)),
+        tenant,
+    ))
+}
+
+/// A task_type as notes store it: whitespace trimmed and collapsed (Unicode, control characters too), lower case
+/// independent of the collation. The one normalisation every lookup by task_type uses.
+#[pg_extern(immutable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_task_type(task_type: &str) -> String {
+    note::normalize_task_type(task_type)
 }

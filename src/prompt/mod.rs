@@ -2,12 +2,14 @@
 //! embedding model's tokenizer.
 
 use feedback_core::prompt::{build_prompt, PromptNote};
+use pgrx::check_for_interrupts;
 use pgrx::prelude::*;
 
 use crate::error::FbError;
 use crate::host;
 
 #[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_build_prompt(
     instructions: Option<&str>,
     lessons: Array<&str>,
@@ -26,7 +28,11 @@ fn _fb_build_prompt(
         .zip(corrections.iter())
         .map(|(l, c)| PromptNote { lesson: l.unwrap_or(""), correction: c.unwrap_or("") })
         .collect();
-    let mut count = |text: &str| Ok::<usize, ()>(host::count_tokens(text));
+    // One count per note tried: check for cancellation between them.
+    let mut count = |text: &str| {
+        check_for_interrupts!();
+        Ok::<usize, ()>(host::count_tokens(text))
+    };
     build_prompt(instructions.unwrap_or(""), &notes, max_context_tokens as usize, &mut count)
         .map(|(prompt, _)| prompt)
         .unwrap_or_default()

@@ -14,6 +14,7 @@ fn sigmoid(x: f32) -> f32 {
 /// scores are cross-encoder logits: near ties are then judged on their probabilities (sigmoid), cosine
 /// similarities as they are.
 #[pg_extern(immutable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_rank(
     scores: Vec<Option<f32>>,
     created_at: Vec<Option<TimestampWithTimeZone>>,

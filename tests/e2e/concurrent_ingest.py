@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-import psycopg
+from harness import connect as _connect, fresh_database, run_tests
 
 PORT = int(sys.argv[1])
 DB = "fb_concurrency"
@@ -16,7 +16,7 @@ NEAR = "A secret removed in a later commit is still leaked; rotate it."
 
 
 def connect(db=DB, autocommit=True):
-    return psycopg.connect(host="127.0.0.1", port=PORT, user="postgres", dbname=db, autocommit=autocommit)
+    return _connect(PORT, db, autocommit=autocommit)
 
 
 def ingest(conn, task_type, lesson, correction="Rotate the key."):
@@ -80,24 +80,9 @@ def test_simultaneous_identical_notes_insert_once():
 
 
 def main():
-    with connect("postgres") as c:
-        c.execute(f"DROP DATABASE IF EXISTS {DB}")
-        c.execute(f"CREATE DATABASE {DB}")
-    with connect() as c:
-        c.execute("SET client_min_messages = warning")
-        c.execute("CREATE EXTENSION pg_feedback CASCADE")
-    tests = [test_second_session_waits_then_merges, test_simultaneous_near_duplicates_insert_once,
-             test_simultaneous_identical_notes_insert_once]
-    failed = 0
-    for test in tests:
-        try:
-            test()
-            print(f"ok - {test.__name__}")
-        except Exception as e:  # noqa: BLE001 - report every failure, then fail the run
-            failed += 1
-            print(f"not ok - {test.__name__}: {e!r}")
-    print(f"concurrency: {len(tests) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    fresh_database(PORT, DB)
+    run_tests("concurrency", [test_second_session_waits_then_merges, test_simultaneous_near_duplicates_insert_once,
+                              test_simultaneous_identical_notes_insert_once])
 
 
 if __name__ == "__main__":

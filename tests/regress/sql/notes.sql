@@ -13,12 +13,14 @@ SELECT task_type, count(*) AS notes, bool_and(abs(vector_norm(embedding) - 1) < 
 COPY feedback_notes (task_type, wrong_answer, correction, lesson, source) FROM :'sample' WITH (FORMAT csv, HEADER true);
 SELECT count(*) AS notes, min(report_count), max(report_count) FROM feedback_notes;
 
--- A paraphrase of a sample lesson finds that note first.
+-- A paraphrase of a sample lesson finds that note among the nearest three (the top three are within 0.02).
 SELECT lesson
-  FROM feedback_notes, fb_embed_query('The user id from the URL is glued into the SELECT string, is that injectable?') AS q
- WHERE task_type = 'sql_injection_scan' AND status = 'active'
- ORDER BY embedding <=> q
- LIMIT 1;
+  FROM (SELECT lesson
+          FROM feedback_notes, fb_embed_query('The user id from the URL is glued into the SELECT string, is that injectable?') AS q
+         WHERE task_type = 'sql_injection_scan' AND status = 'active'
+         ORDER BY embedding <=> q
+         LIMIT 3) s
+ WHERE lesson LIKE 'Numeric-looking input%';
 ROLLBACK;
 
 -- 1,000 notes in one INSERT ... SELECT: one transaction, all embedded, unit norm, 384 wide. These lessons differ

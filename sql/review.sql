@@ -1,0 +1,155 @@
+-- pg_feedback: the review queue and the lifecycle of a note (approve, reject, deprecate, restore, purge), each
+-- change recorded in feedback_audit. These run with the extension owner's rights (SECURITY DEFINER): callers need
+-- no UPDATE on any table, only EXECUTE, which feedback_reviewer holds.
+
+-- Moves one note from one of the statuses in from_status to to_status, with an audit row. A note of a tenant the
+-- acting role is not a member of is treated as missing. Returns false when the note is in another status.
+CREATE FUNCTION _fb_set_status(note_id text, from_status text[], to_status text, action text, reason text)
+    RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    old text;
+BEGIN
+    SELECT f.status INTO old FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant) FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no note with id "%"', note_id
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'Take the id from feedback_review_queue, fb_retrieve or fb_ingest''s result.';
+    END IF;
+    IF NOT old = ANY (from_status) THEN
+        RETURN false;
+    END IF;
+    UPDATE feedback_notes SET status = to_status, updated_at = now() WHERE id = note_id;
+    INSERT INTO feedback_audit (actor, action, note_id, old_status, new_status, reason)
+    VALUES (_fb_actor(), action, note_id, old, to_status, reason);
+    RETURN true;
+END $$;
+COMMENT ON FUNCTION _fb_set_status(text, text[], text, text, text) IS
+    'Internal: one audited status change of a note the acting role may see.';
+
+CREATE FUNCTION _fb_require_reason(reason text, what text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    IF reason IS NULL OR btrim(reason) = '' THEN
+        RAISE EXCEPTION '% needs a reason', what
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Say why, in a few words: it goes into feedback_audit.';
+    END IF;
+    RETURN fb_redact(btrim(reason));
+END $$;
+COMMENT ON FUNCTION _fb_require_reason(text, text) IS 'Internal: a non-blank reason, secrets redacted.';
+
+CREATE FUNCTION fb_approve(note_id text, reason text DEFAULT NULL) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    IF NOT _fb_set_status(note_id, '{pending,rejected}', 'active', 'approve', fb_redact(reason)) THEN
+        RETURN false;
+    END IF;
+    -- Live now: like any new active note it may be a near-duplicate of one already there.
+    PERFORM _fb_merge_near_duplicates(ARRAY[note_id]);
+    RETURN true;
+END $$;
+COMMENT ON FUNCTION fb_approve(text, text) IS
+    'Reviewer: a pending (or rejected) note goes live (status active), and merges into a near-duplicate if there is '
+    'one. false when the note is in another status.';
+
+CREATE FUNCTION fb_reject(note_id text, reason text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN _fb_set_status(note_id, '{pending}', 'rejected', 'reject', _fb_require_reason(reason, 'fb_reject'));
+COMMENT ON FUNCTION fb_reject(text, text) IS
+    'Reviewer: retires a pending note (status rejected, kept for the record, never retrieved); a reason is required.';
+
+CREATE FUNCTION fb_deprecate(note_id text, reason text DEFAULT NULL) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN _fb_set_status(note_id, '{active}', 'deprecated', 'deprecate', fb_redact(reason));
+COMMENT ON FUNCTION fb_deprecate(text, text) IS
+    'Reviewer: soft-deletes an active note (status deprecated); true if it was active. Notes are never deleted.';
+
+CREATE FUNCTION fb_restore(note_id text, reason text DEFAULT NULL) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN _fb_set_status(note_id, '{deprecated}', 'active', 'restore', fb_redact(reason));
+COMMENT ON FUNCTION fb_restore(text, text) IS 'Reviewer: a deprecated note is active again; true if it was deprecated.';
+
+CREATE FUNCTION fb_deprecate_stale(older_than interval, task_type text DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_variable
+DECLARE
+    n integer := 0;
+    note text;
+BEGIN
+    IF older_than IS NULL OR older_than <= interval '0' THEN
+        RAISE EXCEPTION 'older_than must be a positive interval, not %', coalesce(older_than::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'For example fb_deprecate_stale(interval ''180 days'').';
+    END IF;
+    FOR note IN
+        SELECT f.id FROM feedback_notes f
+         WHERE f.status = 'active' AND f.updated_at < now() - older_than
+           AND (task_type IS NULL OR f.task_type = _fb_task_type(task_type))
+           AND _fb_tenant_allowed(f.tenant)
+         ORDER BY f.id
+    LOOP
+        IF _fb_set_status(note, '{active}', 'deprecated', 'deprecate_stale',
+                          format('not reported for %s', older_than)) THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END $$;
+COMMENT ON FUNCTION fb_deprecate_stale(interval, text) IS
+    'Reviewer (or a periodic job): deprecates active notes not reported again (updated_at) for older_than, of one '
+    'task_type or all; returns how many. Each is audited.';
+
+CREATE FUNCTION fb_purge(note_id text, reason text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    why text := _fb_require_reason(reason, 'fb_purge');
+    old text;
+    merges integer;
+BEGIN
+    SELECT f.status INTO old FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant) FOR UPDATE;
+    IF NOT FOUND AND NOT EXISTS (SELECT 1 FROM feedback_note_merges m JOIN feedback_notes t ON t.id = m.into_id
+                                  WHERE m.merged_id = note_id AND _fb_tenant_allowed(t.tenant)) THEN
+        RAISE EXCEPTION 'no note with id "%"', note_id
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'Take the id from feedback_notes, feedback_note_merges or fb_ingest''s result.';
+    END IF;
+    UPDATE feedback_notes
+       SET wrong_answer = '', correction = '[purged]', lesson = '[purged]', embedding = NULL, embedding_model = NULL,
+           screening = '[]', status = 'purged', updated_at = now()
+     WHERE id = note_id AND _fb_tenant_allowed(tenant);
+    -- The texts merged into this note were near-duplicates of it, and the note's own text where it was merged
+    -- into another: both go.
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]'
+      FROM feedback_notes t
+     WHERE t.id = m.into_id AND _fb_tenant_allowed(t.tenant) AND (m.into_id = note_id OR m.merged_id = note_id);
+    GET DIAGNOSTICS merges = ROW_COUNT;
+    INSERT INTO feedback_audit (actor, action, note_id, old_status, new_status, reason, detail)
+    VALUES (_fb_actor(), 'purge', note_id, old, CASE WHEN old IS NOT NULL THEN 'purged' END, why,
+            jsonb_build_object('merge_records_cleared', merges));
+    RETURN true;
+END $$;
+COMMENT ON FUNCTION fb_purge(text, text) IS
+    'Reviewer: removes a note''s text everywhere (the note, and merge records into or of it) for a leaked secret; '
+    'the row stays with status purged so its id and history remain, and an audit row without the text is kept.';
+
+CREATE VIEW feedback_review_queue WITH (security_barrier = true) AS
+SELECT n.id, n.task_type, n.tenant, n.lesson, n.correction, n.wrong_answer, n.screening AS findings,
+       n.created_by AS reported_by, n.source, n.report_count, n.created_at, now() - n.created_at AS age
+  FROM feedback_notes n
+ WHERE n.status = 'pending'
+   AND (n.tenant IS NULL OR n.tenant = ANY ((SELECT _fb_my_tenants())::text[]));
+COMMENT ON VIEW feedback_review_queue IS
+    'Notes waiting for a reviewer (status pending) of the tenants the current user belongs to, with fb_screen''s '
+    'findings, who reported them and how long they have waited. fb_approve or fb_reject settles each.';

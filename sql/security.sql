@@ -1,0 +1,86 @@
+-- pg_feedback: roles and privileges. Three group roles (NOLOGIN), created if missing; grant them to login roles:
+--   GRANT feedback_reader TO app_readonly;   GRANT feedback_writer TO app;   GRANT feedback_reviewer TO alice;
+-- PUBLIC gets nothing: no table, no function (internal or public) until one of these roles is granted.
+
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'feedback_reader') THEN
+        CREATE ROLE feedback_reader NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'feedback_writer') THEN
+        CREATE ROLE feedback_writer NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'feedback_reviewer') THEN
+        CREATE ROLE feedback_reviewer NOLOGIN;
+    END IF;
+    IF NOT pg_catalog.pg_has_role('feedback_writer', 'feedback_reader', 'MEMBER') THEN
+        GRANT feedback_reader TO feedback_writer;
+    END IF;
+    IF NOT pg_catalog.pg_has_role('feedback_reviewer', 'feedback_writer', 'MEMBER') THEN
+        GRANT feedback_writer TO feedback_reviewer;
+    END IF;
+END $$;
+
+-- Every function of this extension: nothing for PUBLIC.
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN
+        SELECT d.objid::regprocedure
+          FROM pg_catalog.pg_depend d
+         WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
+           AND d.refclassid = 'pg_catalog.pg_extension'::regclass
+           AND d.refobjid = (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_feedback')
+    LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+END $$;
+REVOKE ALL ON feedback_notes, feedback_note_merges, feedback_dedup_locks, feedback_audit, feedback_golden, fb_eval_runs,
+              feedback_active_notes, feedback_review_queue, fb_eval_history FROM PUBLIC;
+
+-- Readers: retrieval, prompts, duplicates lookup, embeddings, screening and redaction; active notes of their
+-- tenants through feedback_active_notes. No right on feedback_notes itself.
+GRANT SELECT ON feedback_active_notes TO feedback_reader;
+GRANT EXECUTE ON FUNCTION
+    fb_retrieve(text, text, integer, integer, real, boolean),
+    fb_build_prompt(text, text, text, integer),
+    fb_find_duplicate(text, text),
+    fb_embed(text), fb_embed_query(text), fb_embed_batch(text[], boolean),
+    fb_rerank(text, text[]), fb_count_tokens(text),
+    fb_embedding_model(), fb_rerank_model(), fb_models(), fb_model_stats(),
+    fb_note_id(text, text, text), fb_document_text(text, text),
+    fb_screen(text), fb_redact(text),
+    _fb_embed(text, boolean), _fb_embed_batch(text[], boolean),
+    _fb_candidates(vector, text, integer, text, text, boolean),
+    _fb_rank(real[], timestamptz[], real, boolean, integer),
+    _fb_build_prompt(text, text[], text[], integer),
+    _fb_my_tenants(), _fb_actor(), _fb_task_type(text)
+TO feedback_reader;
+
+-- Writers: readers' rights plus INSERT and COPY into feedback_notes, fb_ingest and fb_ingest_batch. No UPDATE or
+-- DELETE anywhere: the triggers' updates and merges run in SECURITY DEFINER functions. No SELECT either (not even
+-- of ids): INSERT ... RETURNING is for reviewers; fb_ingest returns the id and what became of the note.
+GRANT INSERT ON feedback_notes TO feedback_writer;
+GRANT EXECUTE ON FUNCTION
+    fb_ingest(text, text, text, text, text, text),
+    fb_ingest_batch(fb_note_input[]),
+    _fb_clean_note(text, text, text, text, text),
+    _fb_resubmit(feedback_notes),
+    _fb_ingest_outcomes(text[]),
+    _fb_tenant_allowed(text), _fb_restoring(), _fb_review_mode(), _fb_restore_mode()
+TO feedback_writer;
+
+-- Reviewers: writers' rights plus the review queue, the lifecycle functions, the audit trail, merges, every note
+-- (all statuses), golden questions and evaluation.
+GRANT SELECT ON feedback_notes, feedback_note_merges, feedback_audit, feedback_review_queue, fb_eval_runs,
+                fb_eval_history
+   TO feedback_reviewer;
+GRANT SELECT, INSERT, UPDATE, DELETE ON feedback_golden TO feedback_reviewer;
+GRANT USAGE ON SEQUENCE feedback_golden_id_seq, fb_eval_runs_id_seq TO feedback_reviewer;
+GRANT INSERT ON fb_eval_runs TO feedback_reviewer;
+GRANT EXECUTE ON FUNCTION
+    fb_approve(text, text), fb_reject(text, text), fb_deprecate(text, text), fb_restore(text, text),
+    fb_deprecate_stale(interval, text), fb_purge(text, text),
+    fb_eval(integer, boolean), fb_eval_ann(integer, integer)
+TO feedback_reviewer;

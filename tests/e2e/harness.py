@@ -1,0 +1,33 @@
+"""Shared by the end-to-end scripts: connections to the test server and a tiny test runner (TAP-like lines)."""
+
+import sys
+
+import psycopg
+
+
+def connect(port, db, user="postgres", autocommit=True):
+    return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname=db, autocommit=autocommit)
+
+
+def fresh_database(port, db):
+    """Drops and creates db with pg_feedback installed, as the superuser."""
+    with connect(port, "postgres") as c:
+        c.execute(f"DROP DATABASE IF EXISTS {db}")
+        c.execute(f"CREATE DATABASE {db}")
+    with connect(port, db) as c:
+        c.execute("SET client_min_messages = warning")
+        c.execute("CREATE EXTENSION pg_feedback CASCADE")
+
+
+def run_tests(name, tests):
+    """Runs each test, prints ok / not ok per test and a closing 'N passed, N failed' line; exits 1 on failure."""
+    failed = 0
+    for test in tests:
+        try:
+            test()
+            print(f"ok - {test.__name__}", flush=True)
+        except Exception as e:  # noqa: BLE001 - report every failure, then fail the run
+            failed += 1
+            print(f"not ok - {test.__name__}: {e!r}", flush=True)
+    print(f"{name}: {len(tests) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
