@@ -303,6 +303,29 @@ CREATE TRIGGER feedback_audit_no_truncate BEFORE TRUNCATE ON feedback_audit
 -- Write path
 ------------------------------------------------------------------------------------------------------------------
 
+-- A note with the server's cleaning applied (Rust, _fb_clean_note): blank or oversized fields refused, secrets
+-- redacted, task_type and tenant normalised, id hashed from the redacted content (and tenant), lesson and
+-- correction screened. Used by the insert and update triggers.
+CREATE FUNCTION _fb_cleaned(n feedback_notes) RETURNS feedback_notes
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    c record;
+BEGIN
+    SELECT * INTO c FROM _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant);
+    n.id := c.id;
+    n.task_type := c.task_type;
+    n.wrong_answer := c.wrong_answer;
+    n.correction := c.correction;
+    n.lesson := c.lesson;
+    n.screening := c.screening;
+    n.redactions := c.redactions;
+    n.tenant := c.tenant;
+    RETURN n;
+END $$;
+COMMENT ON FUNCTION _fb_cleaned(feedback_notes) IS 'Internal: a note as the server stores it (see _fb_clean_note).';
+
 -- The server's view of a submitted note (Rust, _fb_clean_note): blank fields refused, oversized ones refused,
 -- secrets redacted, task_type normalised, id hashed from the redacted content (and tenant), lesson and correction
 -- screened. Re-submitting the same note counts a report on the stored row. SECURITY DEFINER because writers have
@@ -339,7 +362,6 @@ CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
-    c record;
     review text := _fb_review_mode();
 BEGIN
     IF _fb_restoring() THEN
@@ -368,15 +390,7 @@ BEGIN
     IF _fb_resubmit(NEW) THEN
         RETURN NULL;   -- counted on the stored note; no new row
     END IF;
-    SELECT * INTO c FROM _fb_clean_note(NEW.task_type, NEW.wrong_answer, NEW.correction, NEW.lesson, NEW.tenant);
-    NEW.id := c.id;
-    NEW.task_type := c.task_type;
-    NEW.wrong_answer := c.wrong_answer;
-    NEW.correction := c.correction;
-    NEW.lesson := c.lesson;
-    NEW.screening := c.screening;
-    NEW.redactions := c.redactions;
-    NEW.tenant := c.tenant;
+    NEW := _fb_cleaned(NEW);
     NEW.source := coalesce(nullif(fb_redact(btrim(NEW.source)), ''), 'review_ui');
     -- Server-set fields: whatever the client sent is replaced.
     NEW.embedding := NULL;
@@ -385,7 +399,7 @@ BEGIN
     NEW.created_at := now();
     NEW.updated_at := now();
     NEW.report_count := 1;
-    NEW.status := CASE WHEN review = 'all' OR (review = 'flagged' AND jsonb_array_length(c.screening) > 0)
+    NEW.status := CASE WHEN review = 'all' OR (review = 'flagged' AND jsonb_array_length(NEW.screening) > 0)
                        THEN 'pending' ELSE 'active' END;
     RETURN NEW;
 END $$;
@@ -501,20 +515,12 @@ CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
-DECLARE
-    c record;
 BEGIN
     IF NEW.status = 'purged' THEN
         RETURN NEW;   -- fb_purge blanks the text: the note keeps its id and is never embedded again
     END IF;
-    SELECT * INTO c FROM _fb_clean_note(NEW.task_type, NEW.wrong_answer, NEW.correction, NEW.lesson, NEW.tenant);
-    NEW.id := c.id;
-    NEW.task_type := c.task_type;
-    NEW.wrong_answer := c.wrong_answer;
-    NEW.correction := c.correction;
-    NEW.lesson := c.lesson;
-    NEW.screening := c.screening;
-    NEW.redactions := ARRAY(SELECT DISTINCT unnest(OLD.redactions || c.redactions) ORDER BY 1);
+    NEW := _fb_cleaned(NEW);
+    NEW.redactions := ARRAY(SELECT DISTINCT unnest(OLD.redactions || NEW.redactions) ORDER BY 1);
     IF NEW.id <> OLD.id AND EXISTS (SELECT 1 FROM feedback_notes WHERE id = NEW.id) THEN
         RAISE EXCEPTION 'another note already has this content (id %)', NEW.id
             USING ERRCODE = 'unique_violation',
@@ -556,11 +562,9 @@ CREATE TYPE fb_note_input AS (
     wrong_answer text,
     correction   text,
     lesson       text,
-    source       text,
-    tenant       text
+    source       text
 );
-COMMENT ON TYPE fb_note_input IS
-    'One note for fb_ingest_batch; a NULL source means ''review_ui'', a NULL tenant a shared note.';
+COMMENT ON TYPE fb_note_input IS 'One note for fb_ingest_batch; a NULL source means ''review_ui''.';
 
 -- What became of submitted notes, by their stored id: the status of the stored note, or the note it was merged
 -- into. SECURITY DEFINER: writers cannot read feedback_notes; it reveals only the status of ids they name.
@@ -580,7 +584,7 @@ COMMENT ON FUNCTION _fb_ingest_outcomes(text[]) IS
 
 -- SECURITY DEFINER so that it can learn which rows its INSERT created (RETURNING) while writers have no SELECT
 -- on feedback_notes; the triggers act for the caller all the same (_fb_actor: provenance, tenant and restore checks).
-CREATE FUNCTION fb_ingest_batch(notes fb_note_input[])
+CREATE FUNCTION fb_ingest_batch(notes fb_note_input[], tenant text DEFAULT NULL)
     RETURNS TABLE (id text, action text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -597,8 +601,8 @@ BEGIN
         BEGIN
             WITH ins AS (
                 INSERT INTO feedback_notes AS f (task_type, wrong_answer, correction, lesson, source, tenant)
-                SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, n.source, n.tenant
-                  FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, tenant, ord)
+                SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, n.source, fb_ingest_batch.tenant
+                  FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
                  ORDER BY ord
                 RETURNING f.id)
             SELECT coalesce(array_agg(ins.id), '{}') INTO inserted FROM ins;
@@ -613,8 +617,8 @@ BEGIN
     RETURN QUERY
     WITH input AS (
         SELECT n.ord, c.id AS nid
-          FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, tenant, ord)
-         CROSS JOIN LATERAL _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant) c
+          FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
+         CROSS JOIN LATERAL _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, fb_ingest_batch.tenant) c
     ), outcome AS (
         SELECT * FROM _fb_ingest_outcomes((SELECT array_agg(nid) FROM input))
     )
@@ -635,12 +639,12 @@ CREATE FUNCTION fb_ingest(task_type text, wrong_answer text, correction text, le
     LANGUAGE sql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
-        SELECT * FROM fb_ingest_batch(
-            ARRAY[ROW(task_type, wrong_answer, correction, lesson, source, tenant)::fb_note_input]);
+        SELECT * FROM fb_ingest_batch(ARRAY[ROW(task_type, wrong_answer, correction, lesson, source)::fb_note_input],
+                                      tenant);
     END;
 
-COMMENT ON FUNCTION fb_ingest_batch(fb_note_input[]) IS
-    'Stores many notes with one INSERT (embedded in batched model runs). Returns, in input order, each note''s id and '
+COMMENT ON FUNCTION fb_ingest_batch(fb_note_input[], text) IS
+    'Stores many notes with one INSERT (embedded in batched model runs), all of one tenant (NULL: shared). Returns, in input order, each note''s id and '
     'action: inserted; pending when it waits for a reviewer (flagged by fb_screen, or pg_feedback.review = all); '
     'updated when the same correction was already stored (or repeated in the batch); merged when it was folded into '
     'a near-duplicate (the id returned is then the existing note''s).';

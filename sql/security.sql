@@ -64,8 +64,8 @@ TO feedback_reader;
 GRANT INSERT ON feedback_notes TO feedback_writer;
 GRANT EXECUTE ON FUNCTION
     fb_ingest(text, text, text, text, text, text),
-    fb_ingest_batch(fb_note_input[]),
-    _fb_clean_note(text, text, text, text, text),
+    fb_ingest_batch(fb_note_input[], text),
+    _fb_clean_note(text, text, text, text, text), _fb_cleaned(feedback_notes),
     _fb_resubmit(feedback_notes),
     _fb_ingest_outcomes(text[]),
     _fb_tenant_allowed(text), _fb_restoring(), _fb_review_mode(), _fb_restore_mode()

@@ -50,7 +50,7 @@ static EXACT_SCAN_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(5000);
 pub const DEFAULT_RERANK_FLOOR: f64 = -9.4;
 pub const DEFAULT_COSINE_FLOOR: f64 = 0.63;
 static EMBED_BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(64);
-static MAX_BATCH_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(8192);
+static MAX_BATCH_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static MAX_INPUT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(65536);
 static REVIEW: GucSetting<Review> = GucSetting::<Review>::new(Review::Flagged);
 static RESTORE_MODE: GucSetting<bool> = GucSetting::<bool>::new(false);
@@ -174,8 +174,9 @@ pub fn init() {
     );
     GucRegistry::define_int_guc(
         c"pg_feedback.embed_batch_size",
-        c"Most texts per embedding model run (bulk inserts, fb_embed_batch).",
-        c"Larger batches amortise per-run overhead; texts are grouped by length so little is padded.",
+        c"Most texts (or reranked pairs) per model run (bulk inserts, fb_embed_batch, fb_rerank).",
+        c"Runs are also bounded by pg_feedback.max_batch_tokens; texts are grouped by token count so little is \
+          padded.",
         &EMBED_BATCH_SIZE,
         1,
         1024,

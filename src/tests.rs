@@ -56,6 +56,7 @@ mod tests {
     #[pg_test]
     fn bulk_insert_embeds_in_batches_and_never_duplicates() {
         run("SET pg_feedback.embed_batch_size = 64");
+        run("SET pg_feedback.max_batch_tokens = 4096"); // ~15-token texts: the row limit decides here
         run("SET pg_feedback.dup_threshold = 1"); // these lessons differ only by a number: near-duplicates
         let runs_before = one::<i64>("SELECT embed_runs FROM fb_model_stats()");
         run("INSERT INTO feedback_notes (task_type, correction, lesson)

@@ -238,10 +238,10 @@ def test_secrets_never_reach_rows_vectors_merges_audit_or_the_dump():
         register_composite(info, w)
         note = info.python_type
         batch = [note("secrets_scan", "", "Rotate it and load it from the secret store.",
-                      f"Secret {i} leaked in code: {r['text']}", "import", None) for i, r in enumerate(rows)]
+                      f"Secret {i} leaked in code: {r['text']}", "import") for i, r in enumerate(rows)]
         w.execute("SELECT count(*) FROM fb_ingest_batch(%s)", (batch,))
         near = [note(n.task_type, n.wrong_answer, n.correction, n.lesson.replace("leaked in code", "was leaked in code"),
-                     n.source, n.tenant) for n in batch[:40]]
+                     n.source) for n in batch[:40]]
         w.execute("SELECT count(*) FROM fb_ingest_batch(%s)", (near,))
         for i, r in enumerate(rows):
             w.execute("INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source)"

@@ -88,11 +88,13 @@ struct Key {
 /// At most this many sessions of each kind stay loaded.
 const CAPACITY: usize = 2;
 
-/// ONNX Runtime's CPU memory arena stays on (ORT's default). Turning it off was measured worse on every workload
-/// (`examples/peak_rss.rs`, bge-small, 1 thread): a higher peak (~360-390 MB instead of ~170 MB for 1000 short
-/// notes; more for long texts, while the arena held 367 MB for 256 texts of 512 tokens at 4096 tokens per run)
-/// and 10-40% slower (every tensor is a fresh malloc: tens of thousands of page faults per run). The arena's one
-/// drawback, keeping its peak for the life of the session, is handled by shrinking it after large calls.
+/// ONNX Runtime's CPU memory arena stays on (ORT's default); large calls shrink it when they end (see
+/// `SHRINK_ABOVE_TOKENS` in encoder.rs). Turning it off was measured worse (`examples/peak_rss.rs`, bge-small and
+/// the L-12 cross-encoder, 1 thread): every tensor becomes a fresh malloc, and the page faults made long texts
+/// 1.4-2.3x slower (256 texts of ~300 tokens: 4.6-7.4 instead of 8.6-10.8 texts/s; 1000-passage rerank at 4096
+/// tokens per run: 3.4 instead of 4.9 pairs/s). Nor was the peak lower where it matters: 358-389 MB instead of
+/// 171 MB for 1000 short notes, 716 instead of 407 MB for the rerank; only long embeddings at 4096+ tokens per
+/// run peaked 10-15% lower. At the recommended 1024 tokens per run the arena adds nothing above the load-time peak.
 pub const CPU_ARENA: bool = true;
 
 impl Default for LocalHost {
