@@ -326,28 +326,17 @@ fn aws_secret_valid(caps: &Captures, text: &str) -> bool {
 fn encoded_private_key(caps: &Captures, _text: &str) -> bool {
     use base64::Engine;
     let blob = group(caps, &[1]);
-    let engine = base64::engine::general_purpose::GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent)
-            .with_decode_allow_trailing_bits(true),
-    );
     let body = blob.trim_end_matches('=');
     let body = &body[..body.len() - body.len() % 4];
-    engine.decode(body).is_ok_and(|b| String::from_utf8_lossy(&b).contains("PRIVATE KEY"))
+    super::screen::B64_STANDARD.decode(body).is_ok_and(|b| String::from_utf8_lossy(&b).contains("PRIVATE KEY"))
 }
 
 /// `Basic <base64 of user:password>`.
 fn basic_valid(caps: &Captures, _text: &str) -> bool {
     use base64::Engine;
     let blob = group(caps, &[1]);
-    let engine = base64::engine::general_purpose::GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent)
-            .with_decode_allow_trailing_bits(true),
-    );
-    let decoded = engine.decode(blob.trim_end_matches('=')).ok().and_then(|b| String::from_utf8(b).ok());
+    let decoded =
+        super::screen::B64_STANDARD.decode(blob.trim_end_matches('=')).ok().and_then(|b| String::from_utf8(b).ok());
     decoded.is_some_and(|d| d.split_once(':').is_some_and(|(_, p)| !p.is_empty() && !is_placeholder(p)))
 }
 

@@ -1773,7 +1773,8 @@ static BASE64_CANDIDATE: LazyLock<Regex> =
 const LENIENT: GeneralPurposeConfig = GeneralPurposeConfig::new()
     .with_decode_padding_mode(DecodePaddingMode::Indifferent)
     .with_decode_allow_trailing_bits(true);
-const B64_STANDARD: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
+/// Base64 decoders that accept missing padding and trailing bits (blobs cut out of prose); redaction uses them too.
+pub(super) const B64_STANDARD: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
 const B64_URL_SAFE: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, LENIENT);
 
 /// Decodes a base64 / base64url blob to readable text, if it is one.
