@@ -1413,6 +1413,7 @@ pub fn normalize_for_screening(text: &str) -> String {
 // ---------------------------------------------------------------------------------------------------------
 
 /// Screens one text. An empty list means clean; any finding means the note should be held for review.
+/// Findings of `text`, one per family and matched span (the first rule that matched names it).
 pub fn screen(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     raw_obfuscation(text, &mut out);
@@ -1426,7 +1427,9 @@ pub fn screen(text: &str) -> Vec<Finding> {
 
 fn push(out: &mut Vec<Finding>, rule: &'static str, family: &'static str, severity: Severity, span: &str) {
     let span = truncate_span(span.trim(), SPAN_MAX_CHARS);
-    if !out.iter().any(|f| f.rule == rule && f.span == span) {
+    // One finding per family and span: several rules of a family often match the same words, and a reviewer
+    // needs to see each suspicious span once.
+    if !out.iter().any(|f| (f.rule == rule || f.family == family) && f.span == span) {
         out.push(Finding { rule, family, severity, span });
     }
 }
