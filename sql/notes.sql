@@ -329,32 +329,32 @@ COMMENT ON FUNCTION _fb_cleaned(feedback_notes) IS 'Internal: a note as the serv
 -- The server's view of a submitted note (Rust, _fb_clean_note): blank fields refused, oversized ones refused,
 -- secrets redacted, task_type normalised, id hashed from the redacted content (and tenant), lesson and correction
 -- screened. Re-submitting the same note counts a report on the stored row. SECURITY DEFINER because writers have
--- no UPDATE right; it recomputes the id from the content, so calling it directly can do no more than submitting.
-CREATE FUNCTION _fb_resubmit(n feedback_notes) RETURNS boolean
+-- no UPDATE right; it cleans the note itself, so calling it directly can do no more than submitting. Returns the
+-- cleaned note when none is stored yet (the insert trigger stores it), NULL when the report was counted: the
+-- note is cleaned once per row.
+CREATE FUNCTION _fb_resubmit(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
-DECLARE
-    c record;
 BEGIN
+    n := _fb_cleaned(n);
     IF NOT _fb_tenant_allowed(n.tenant) THEN
-        RETURN false;   -- the insert goes on and is refused by its tenant check
+        RETURN n;   -- the insert goes on and is refused by its tenant check
     END IF;
-    SELECT * INTO c FROM _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant);
     -- A purged note counts the report but takes no text: its text was removed on purpose.
-    UPDATE feedback_notes
-       SET wrong_answer = CASE WHEN status = 'purged' THEN wrong_answer
-                               ELSE coalesce(nullif(c.wrong_answer, ''), wrong_answer) END,
-           source = CASE WHEN status = 'purged' THEN source
-                         ELSE coalesce(nullif(fb_redact(btrim(n.source)), ''), source) END,
+    UPDATE feedback_notes f
+       SET wrong_answer = CASE WHEN f.status = 'purged' THEN f.wrong_answer
+                               ELSE coalesce(nullif(n.wrong_answer, ''), f.wrong_answer) END,
+           source = CASE WHEN f.status = 'purged' THEN f.source
+                         ELSE coalesce(nullif(fb_redact(btrim(n.source)), ''), f.source) END,
            updated_at = now(),
-           report_count = report_count + 1
-     WHERE id = c.id AND tenant IS NOT DISTINCT FROM c.tenant;
-    RETURN FOUND;
+           report_count = f.report_count + 1
+     WHERE f.id = n.id AND f.tenant IS NOT DISTINCT FROM n.tenant;
+    RETURN CASE WHEN FOUND THEN NULL ELSE n END;
 END $$;
 COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
-    'Internal: counts a re-submission on the stored note with the same content (latest wrong_answer and source); '
-    'false when no such note is stored.';
+    'Internal: counts a re-submission on the stored note with the same content (latest wrong_answer and source) '
+    'and returns NULL; when no such note is stored, returns the note cleaned for storing.';
 
 -- BEFORE INSERT, per row, as the inserting role: the server sets every field the client must not choose.
 CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
@@ -363,6 +363,7 @@ CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
     AS $$
 DECLARE
     review text := _fb_review_mode();
+    cleaned feedback_notes;
 BEGIN
     IF _fb_restoring() THEN
         -- A restore brings back what was dumped; only a missing id or a vector without its model is recomputed.
@@ -387,10 +388,11 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'A note''s tenant must be a role you are a member of, or NULL for a shared note.';
     END IF;
-    IF _fb_resubmit(NEW) THEN
+    cleaned := _fb_resubmit(NEW);
+    IF cleaned IS NULL THEN
         RETURN NULL;   -- counted on the stored note; no new row
     END IF;
-    NEW := _fb_cleaned(NEW);
+    NEW := cleaned;
     NEW.source := coalesce(nullif(fb_redact(btrim(NEW.source)), ''), 'review_ui');
     -- Server-set fields: whatever the client sent is replaced.
     NEW.embedding := NULL;
