@@ -40,7 +40,8 @@ COPY crates crates
 COPY src src
 COPY sql sql
 RUN cargo pgrx package --pg-config /usr/lib/postgresql/${PG_MAJOR}/bin/pg_config \
- && cp -a target/release/pg_feedback-pg${PG_MAJOR}/. /out/
+ && cp -a target/release/pg_feedback-pg${PG_MAJOR}/. /out/ \
+ && cp sql/pg_feedback--*.sql /out/usr/share/postgresql/${PG_MAJOR}/extension/
 
 # ---------------------------------------------------------------------------------------------------------------
 FROM postgres:${PG_MAJOR}-bookworm

@@ -101,7 +101,7 @@ def copy_subset(port, src, dst, per_type):
     """The first per_type notes of each task type, copied with their embeddings (kept by the restore path)."""
     with connect(port, src) as s, connect(port, dst) as d:
         d.execute("SET pg_feedback.dup_threshold = 1")
-        cols = "task_type, wrong_answer, correction, lesson, embedding, embedding_model, source, created_at"
+        cols = "content_hash, task_type, wrong_answer, correction, lesson, embedding, embedding_model, source, created_at"
         query = (f"COPY (SELECT {cols} FROM (SELECT *, row_number() OVER (PARTITION BY task_type ORDER BY lesson) AS n "
                  f"FROM feedback_notes) x WHERE n <= {per_type}) TO STDOUT")
         with s.cursor().copy(query) as out, d.cursor().copy(f"COPY feedback_notes ({cols}) FROM STDIN") as into:
@@ -109,8 +109,9 @@ def copy_subset(port, src, dst, per_type):
                 into.write(block)
 
 
-NOTE_COLUMNS = ("task_type, wrong_answer, correction, lesson, embedding, embedding_model, source, created_by, "
-                "created_at, updated_at, report_count, status")
+NOTE_COLUMNS = ("id, content_hash, task_type, wrong_answer, correction, lesson, embedding, embedding_model, "
+                "embedding_alt, embedding_alt_model, source, created_by, created_at, updated_at, report_count, status, "
+                "tenant, screening, redactions")
 
 
 def installed_build():
@@ -124,9 +125,19 @@ def stamp(port, db):
 
 
 def refresh_extension(port, db, log=print):
-    """A database created by an older build has that build's SQL objects: recreate the extension from the
-    installed build and restore the notes with their embeddings (kept by the restore path, no model run)."""
+    """A database of an older released version is updated (ALTER EXTENSION ... UPDATE, the path users take). One
+    created by another build of the same version has that build's SQL objects: recreate the extension and restore
+    the notes as they were (they carry their content_hash, so the insert trigger keeps them as sent: no model run,
+    no merging)."""
     build = installed_build()
+    with connect(port, db) as c:
+        installed, default = c.execute(
+            "SELECT installed_version, default_version FROM pg_available_extensions WHERE name = 'pg_feedback'"
+        ).fetchone()
+        if installed and installed != default:
+            t0 = time.perf_counter()
+            c.execute("ALTER EXTENSION pg_feedback UPDATE")
+            log(f"  {db}: updated pg_feedback {installed} -> {default} in {time.perf_counter() - t0:.1f} s")
     with connect(port, db, autocommit=False) as c:  # one transaction: a failure keeps the old state
         current = c.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
                             (db,)).fetchone()[0]
@@ -140,7 +151,6 @@ def refresh_extension(port, db, log=print):
         c.execute("SET client_min_messages = warning")
         c.execute("DROP EXTENSION pg_feedback CASCADE")
         c.execute("CREATE EXTENSION pg_feedback CASCADE")
-        c.execute("SET pg_feedback.dup_threshold = 1")
         with c.cursor().copy(f"COPY feedback_notes ({NOTE_COLUMNS}) FROM STDIN") as into:
             for block in saved:
                 into.write(block)

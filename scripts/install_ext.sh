@@ -14,6 +14,9 @@ log "building and installing pg_feedback (release) into the embedded Postgres"
 mkdir -p "$RUN"
 (cd "$ROOT" && cargo pgrx install --release --pg-config "$(pg_config_bin)" >"$RUN/install.log" 2>&1) \
     || { tail -n 40 "$RUN/install.log" >&2; die "cargo pgrx install failed (log: .run/install.log)"; }
+# The install scripts of released versions and the update scripts between them (pgrx installs only the current
+# version's), so that ALTER EXTENSION pg_feedback UPDATE finds its path from any released version.
+cp "$ROOT"/sql/pg_feedback--*.sql "$("$(pg_config_bin)" --sharedir)/extension/"
 echo "$want" > "$stamp"
 # Tell the demo database to recreate the extension from the new build.
 touch "$RUN/extension-changed"

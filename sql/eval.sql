@@ -4,14 +4,14 @@ CREATE TABLE feedback_golden (
     id           bigserial PRIMARY KEY,
     query        text NOT NULL,
     task_type    text NOT NULL,
-    expected_id  text,
-    added_at     timestamptz NOT NULL DEFAULT now()
+    added_at     timestamptz NOT NULL DEFAULT now(),
+    expected_id  bigint REFERENCES feedback_notes (id)
 );
 SELECT pg_catalog.pg_extension_config_dump('feedback_golden', '');
 SELECT pg_catalog.pg_extension_config_dump('feedback_golden_id_seq', '');
 COMMENT ON TABLE feedback_golden IS
     'Golden questions for fb_eval: a query, its task_type, and the id of the note that should come back first, or '
-    'NULL when the right answer is no note at all.';
+    'NULL when the right answer is no note at all. Note ids never change, so an edited note stays the expected one.';
 
 CREATE TABLE fb_eval_runs (
     id                 bigserial PRIMARY KEY,
@@ -34,7 +34,7 @@ COMMENT ON TABLE fb_eval_runs IS
     'One row per fb_eval run: when, which models and pg_feedback settings, the overall numbers and the per-task_type '
     'rows. fb_eval_history compares each run with the previous one.';
 
-CREATE FUNCTION fb_eval(k integer DEFAULT 3, record boolean DEFAULT true)
+CREATE FUNCTION fb_eval(k integer DEFAULT 3, record boolean DEFAULT true, model text DEFAULT NULL)
     RETURNS TABLE (task_type text, questions integer, answerable integer, recall_at_k real, mrr real,
                    ndcg_at_k real, no_answer integer, no_answer_correct real, embedding_model text, scored_by text)
     LANGUAGE plpgsql VOLATILE
@@ -42,7 +42,7 @@ CREATE FUNCTION fb_eval(k integer DEFAULT 3, record boolean DEFAULT true)
     AS $$
 #variable_conflict use_column
 DECLARE
-    model text := fb_embedding_model();
+    key text := _fb_resolve_model(model);
     scorer text := CASE WHEN current_setting('pg_feedback.rerank')::boolean AND fb_rerank_model() <> ''
                         THEN 'cross-encoder' ELSE 'cosine' END;
     result jsonb;
@@ -60,7 +60,7 @@ BEGIN
     WITH answers AS (
         SELECT g.task_type, g.expected_id,
                (SELECT array_agg(r.id ORDER BY r.rank)
-                  FROM fb_retrieve(g.query, g.task_type, greatest(20, k), k) r) AS got
+                  FROM fb_retrieve(g.query, g.task_type, greatest(20, k), k, model => key) r) AS got
           FROM feedback_golden g
     ), scored AS (
         SELECT _fb_task_type(a.task_type) AS task_type, a.expected_id IS NOT NULL AS answerable,
@@ -84,7 +84,7 @@ BEGIN
     IF record THEN
         INSERT INTO fb_eval_runs (k, embedding_model, scored_by, settings, questions, recall_at_k, mrr, ndcg_at_k,
                                   no_answer_correct, by_task_type)
-        SELECT k, model, scorer,
+        SELECT k, key, scorer,
                (SELECT jsonb_object_agg(name, setting) FROM pg_settings WHERE name LIKE 'pg_feedback.%'),
                (o ->> 'questions')::integer, (o ->> 'recall_at_k')::real, (o ->> 'mrr')::real,
                (o ->> 'ndcg_at_k')::real, (o ->> 'no_answer_correct')::real,
@@ -95,15 +95,16 @@ BEGIN
 
     RETURN QUERY
     SELECT x.task_type, x.questions, x.answerable, x.recall_at_k, x.mrr, x.ndcg_at_k, x.no_answer,
-           x.no_answer_correct, model, scorer
+           x.no_answer_correct, key, scorer
       FROM jsonb_to_recordset(result) AS x(task_type text, questions integer, answerable integer, recall_at_k real,
                                            mrr real, ndcg_at_k real, no_answer integer, no_answer_correct real);
 END $$;
 
-COMMENT ON FUNCTION fb_eval(integer, boolean) IS
+COMMENT ON FUNCTION fb_eval(integer, boolean, text) IS
     'Scores retrieval on feedback_golden through fb_retrieve (same settings users get): per task_type and overall '
     '("(all)", last row), recall@k, MRR and nDCG@k over questions that expect a note, and for questions that expect '
-    'none the share that got zero rows. Records the run in fb_eval_runs unless record => false.';
+    'none the share that got zero rows. Records the run in fb_eval_runs unless record => false. model => a model '
+    'in the standby slot scores its vectors (fb_reembed) before fb_switch_model makes it the active one.';
 
 CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20)
     RETURNS TABLE (task_type text, queries integer, recall real, ann_returned real)
@@ -111,9 +112,9 @@ CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20)
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         WITH queries AS (
-            SELECT n.task_type, n.embedding
+            SELECT n.task_type, _fb_vector(n) AS embedding
               FROM feedback_notes n
-             WHERE n.status = 'active' AND n.embedding IS NOT NULL
+             WHERE n.status = 'active' AND _fb_vector_model(n) = _fb_active_model()
              ORDER BY random()
              LIMIT sample
         ), per_query AS (

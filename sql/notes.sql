@@ -1,145 +1,67 @@
--- pg_feedback: embedding functions, the notes table, its triggers and the ingest API.
+-- pg_feedback: the notes table, its triggers and the ingest API.
 -- Internal helpers start with "_fb_"; everything a user calls starts with "fb_".
-
-------------------------------------------------------------------------------------------------------------------
--- Embedding
-------------------------------------------------------------------------------------------------------------------
-
-CREATE FUNCTION fb_embed(text) RETURNS vector(384)
-    LANGUAGE sql STABLE STRICT PARALLEL SAFE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN _fb_embed($1, false)::vector(384);
-
-CREATE FUNCTION fb_embed_query(text) RETURNS vector(384)
-    LANGUAGE sql STABLE STRICT PARALLEL SAFE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN _fb_embed($1, true)::vector(384);
-
-CREATE FUNCTION fb_embed_batch(texts text[], query boolean DEFAULT false) RETURNS vector[]
-    LANGUAGE sql STABLE STRICT PARALLEL SAFE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    BEGIN ATOMIC
-        SELECT coalesce(array_agg(e::vector(384) ORDER BY n), '{}')
-          FROM _fb_embed_batch(texts, query) WITH ORDINALITY AS t(e, n);
-    END;
-
-COMMENT ON FUNCTION fb_embed(text) IS
-    'Embedding of a document (a note) with the model in pg_feedback.embedding_model: 384-wide, L2-normalised. '
-    'Inputs longer than the model''s token limit are truncated. STABLE: the result depends on the configured model.';
-COMMENT ON FUNCTION fb_embed_query(text) IS
-    'Embedding of a search query: like fb_embed, with the model''s query prefix (bge-small-en-v1.5: '
-    '"Represent this sentence for searching relevant passages: ").';
-COMMENT ON FUNCTION fb_embed_batch(text[], boolean) IS
-    'Embeddings of many texts in batched model runs (pg_feedback.embed_batch_size texts per run), in input order; '
-    'NULL for a NULL element. query => true applies the query prefix.';
-COMMENT ON FUNCTION _fb_embed(text, boolean) IS 'Internal: one embedding as real[]; use fb_embed or fb_embed_query.';
-COMMENT ON FUNCTION _fb_embed_batch(text[], boolean) IS 'Internal: batched embeddings as rows of real[]; use fb_embed_batch.';
-COMMENT ON FUNCTION fb_embedding_model() IS 'The configured embedding model (pg_feedback.embedding_model).';
-COMMENT ON FUNCTION fb_count_tokens(text) IS
-    'Tokens the embedding model''s tokenizer makes of a text (special tokens excluded, no truncation).';
-COMMENT ON FUNCTION fb_model_stats() IS
-    'This backend''s model activity since it started: model runs, texts embedded, pairs scored, loaded sessions.';
-COMMENT ON FUNCTION fb_models() IS 'Models installed in pg_feedback.model_dir, as their manifests describe them.';
-COMMENT ON FUNCTION fb_rerank(text, text[]) IS
-    'Cross-encoder (pg_feedback.rerank_model) relevance of each passage to the query, in input order, from one '
-    'batched run. Scores are raw logits: higher is more relevant, not probabilities. NULL passage, NULL score.';
-COMMENT ON FUNCTION fb_note_id(text, text, text) IS
-    'Content-hashed note id: sha256 hex of lower(trim(task_type)), lesson and correction (each trimmed, '
-    'whitespace runs collapsed), joined by U+001F.';
-COMMENT ON FUNCTION fb_document_text(text, text) IS 'The text a note is embedded from: "task_type: lesson".';
-
-------------------------------------------------------------------------------------------------------------------
--- Who is acting
-------------------------------------------------------------------------------------------------------------------
-
--- The role a statement runs for: the SET ROLE role if any, else the session user. Unlike current_user it is the
--- same inside SECURITY DEFINER functions, so provenance, audit rows and the restore check name the caller, not
--- the extension owner.
-CREATE FUNCTION _fb_actor() RETURNS text
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END;
-COMMENT ON FUNCTION _fb_actor() IS
-    'Internal: the role acting (SET ROLE role, else session user), also inside SECURITY DEFINER functions.';
-
--- The tenants (roles) the acting role belongs to (a superuser: every role). Evaluated once per query.
-CREATE FUNCTION _fb_my_tenants() RETURNS text[]
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    BEGIN ATOMIC
-        SELECT coalesce(array_agg(r.rolname::text), '{}') FROM pg_catalog.pg_roles r
-         WHERE pg_catalog.pg_has_role(_fb_actor(), r.oid, 'MEMBER');
-    END;
-COMMENT ON FUNCTION _fb_my_tenants() IS
-    'Internal: names of the roles the acting role is a member of (its tenants).';
-
--- Whether the acting role may see or change a note of this tenant: shared notes (NULL) belong to everyone.
-CREATE FUNCTION _fb_tenant_allowed(tenant text) RETURNS boolean
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN tenant IS NULL
-        OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
-                    WHERE r.rolname = tenant AND pg_catalog.pg_has_role(_fb_actor(), r.oid, 'MEMBER'));
-COMMENT ON FUNCTION _fb_tenant_allowed(text) IS
-    'Internal: true for a shared note (tenant NULL) or when the acting role is a member of the tenant role.';
-
--- A restore (pg_restore, psql of a dump) may keep every stored field: only a superuser or a reviewer, and only
--- with pg_feedback.restore_mode on. Anyone else's rows are new notes whatever the setting says.
-CREATE FUNCTION _fb_restoring() RETURNS boolean
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN _fb_restore_mode()
-       AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
-                    WHERE r.rolname = _fb_actor()
-                      AND (r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER')));
-COMMENT ON FUNCTION _fb_restoring() IS
-    'Internal: pg_feedback.restore_mode is on and the acting role is a superuser or a member of feedback_reviewer.';
 
 ------------------------------------------------------------------------------------------------------------------
 -- Notes
 ------------------------------------------------------------------------------------------------------------------
 
+CREATE SEQUENCE feedback_notes_id_seq;
+
 CREATE TABLE feedback_notes (
-    id               text PRIMARY KEY,
-    task_type        text NOT NULL,
-    wrong_answer     text NOT NULL DEFAULT '',
-    correction       text NOT NULL,
-    lesson           text NOT NULL,
-    embedding        vector(384),
-    embedding_model  text,
-    source           text NOT NULL DEFAULT 'review_ui',
-    created_by       text NOT NULL DEFAULT session_user,
-    created_at       timestamptz NOT NULL DEFAULT now(),
-    updated_at       timestamptz NOT NULL DEFAULT now(),
-    report_count     integer NOT NULL DEFAULT 1 CHECK (report_count >= 1),
-    status           text NOT NULL DEFAULT 'active'
-                     CHECK (status IN ('active', 'deprecated', 'pending', 'rejected', 'purged')),
-    tenant           text,
-    screening        jsonb NOT NULL DEFAULT '[]',
-    redactions       text[] NOT NULL DEFAULT '{}'
+    id                   bigint PRIMARY KEY,
+    content_hash         text NOT NULL,
+    task_type            text NOT NULL,
+    wrong_answer         text NOT NULL DEFAULT '',
+    correction           text NOT NULL,
+    lesson               text NOT NULL,
+    embedding            vector(384),
+    embedding_model      text,
+    embedding_alt        vector(384),
+    embedding_alt_model  text,
+    source               text NOT NULL DEFAULT 'review_ui',
+    created_by           text NOT NULL DEFAULT session_user,
+    created_at           timestamptz NOT NULL DEFAULT now(),
+    updated_at           timestamptz NOT NULL DEFAULT now(),
+    report_count         integer NOT NULL DEFAULT 1 CHECK (report_count >= 1),
+    status               text NOT NULL DEFAULT 'active'
+                         CHECK (status IN ('active', 'deprecated', 'pending', 'rejected', 'purged')),
+    tenant               text,
+    screening            jsonb NOT NULL DEFAULT '[]',
+    redactions           text[] NOT NULL DEFAULT '{}',
+    CONSTRAINT feedback_notes_content_hash_key UNIQUE (content_hash)
 );
+ALTER SEQUENCE feedback_notes_id_seq OWNED BY feedback_notes.id;
 
 CREATE INDEX feedback_notes_embedding_idx ON feedback_notes USING hnsw (embedding vector_cosine_ops);
+CREATE INDEX feedback_notes_embedding_alt_idx ON feedback_notes USING hnsw (embedding_alt vector_cosine_ops);
 CREATE INDEX feedback_notes_task_type_idx ON feedback_notes (task_type, status);
 CREATE INDEX feedback_notes_pending_idx ON feedback_notes (created_at) WHERE status = 'pending';
 
 SELECT pg_catalog.pg_extension_config_dump('feedback_notes', '');
+SELECT pg_catalog.pg_extension_config_dump('feedback_notes_id_seq', '');
 
 COMMENT ON TABLE feedback_notes IS
-    'One reviewer correction per row. id is the content hash (fb_note_id): submitting the same correction again '
-    'updates the row. Secrets are redacted and instructions screened before a note is stored; flagged notes wait '
-    'as pending for a reviewer. Notes are never deleted by the API: fb_deprecate sets status = ''deprecated''. '
-    'Readers see active notes through feedback_active_notes.';
-COMMENT ON COLUMN feedback_notes.id IS 'fb_note_id(task_type, lesson, correction), with the tenant when set; set by the server.';
+    'One reviewer correction per row. id never changes; content_hash (fb_content_hash) makes submitting the same '
+    'correction again count a report on the stored row. Secrets are redacted and instructions screened before a '
+    'note is stored; flagged notes wait as pending for a reviewer. Notes are never deleted by the API: fb_deprecate '
+    'sets status = ''deprecated''. Readers see active notes through feedback_active_notes.';
+COMMENT ON COLUMN feedback_notes.id IS 'The note''s identity: set by the server, never changed (also when the note is edited).';
+COMMENT ON COLUMN feedback_notes.content_hash IS
+    'fb_content_hash(task_type, lesson, correction, tenant) of the stored text; set by the server, follows edits.';
 COMMENT ON COLUMN feedback_notes.task_type IS 'Kind of task the lesson applies to (lower case), e.g. sql_injection_scan.';
 COMMENT ON COLUMN feedback_notes.wrong_answer IS 'What the model answered (latest report), secrets redacted.';
 COMMENT ON COLUMN feedback_notes.correction IS 'What the reviewer said the right answer is, secrets redacted.';
 COMMENT ON COLUMN feedback_notes.lesson IS 'The one-line lesson fed back into prompts, secrets redacted.';
-COMMENT ON COLUMN feedback_notes.embedding IS 'Embedding of "task_type: lesson", computed by the server in the inserting transaction.';
-COMMENT ON COLUMN feedback_notes.embedding_model IS 'The model that computed embedding.';
+COMMENT ON COLUMN feedback_notes.embedding IS
+    'Vector slot 1: embedding of "task_type: lesson" by embedding_model, computed by the server.';
+COMMENT ON COLUMN feedback_notes.embedding_model IS 'Key (name@sha256 of its weights) of the model that computed embedding.';
+COMMENT ON COLUMN feedback_notes.embedding_alt IS
+    'Vector slot 2: the same text embedded by embedding_alt_model (fb_reembed fills the slot that is not active).';
+COMMENT ON COLUMN feedback_notes.embedding_alt_model IS 'Key of the model that computed embedding_alt.';
 COMMENT ON COLUMN feedback_notes.source IS 'Where the latest report came from (provenance), e.g. review_ui, import.';
 COMMENT ON COLUMN feedback_notes.created_by IS 'Role that first reported the note (set by the server).';
 COMMENT ON COLUMN feedback_notes.created_at IS 'When the note was first stored (set by the server).';
+COMMENT ON COLUMN feedback_notes.updated_at IS 'When the note was last reported, edited or changed status (set by the server).';
 COMMENT ON COLUMN feedback_notes.report_count IS 'How many times the note was reported (counted by the server).';
 COMMENT ON COLUMN feedback_notes.status IS
     'active (retrieved); pending (waits for fb_approve or fb_reject); deprecated (soft-deleted, fb_restore brings it '
@@ -150,29 +72,53 @@ COMMENT ON COLUMN feedback_notes.tenant IS
 COMMENT ON COLUMN feedback_notes.screening IS 'fb_screen findings on the lesson and correction (field, rule, family, severity, span).';
 COMMENT ON COLUMN feedback_notes.redactions IS 'Kinds of secrets fb_redact replaced when the note was stored.';
 
--- What readers see of the notes: active notes of their tenants and shared ones. The view reads the table with its
--- owner's rights and filters by the caller (current_user), so a reader needs no right on feedback_notes itself;
--- security_barrier keeps a caller's functions from seeing rows the filter drops. (Row-level security on the table
--- would make Postgres refuse COPY FROM for every writer.)
+-- The next note id. SECURITY DEFINER: writers need no right on the sequence, and cannot take ids themselves.
+CREATE FUNCTION _fb_next_note_id() RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN nextval('feedback_notes_id_seq');
+COMMENT ON FUNCTION _fb_next_note_id() IS 'Internal: the id of a new note (feedback_notes_id_seq).';
+
+-- A note's vector in the active slot (or in a given slot), and the key of the model that computed it.
+CREATE FUNCTION _fb_vector(n feedback_notes, slot smallint DEFAULT NULL) RETURNS vector(384)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN CASE coalesce(slot, _fb_active_slot()) WHEN 1 THEN n.embedding ELSE n.embedding_alt END;
+CREATE FUNCTION _fb_vector_model(n feedback_notes, slot smallint DEFAULT NULL) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN CASE coalesce(slot, _fb_active_slot()) WHEN 1 THEN n.embedding_model ELSE n.embedding_alt_model END;
+COMMENT ON FUNCTION _fb_vector(feedback_notes, smallint) IS 'Internal: a note''s vector in a slot (default: the active one).';
+COMMENT ON FUNCTION _fb_vector_model(feedback_notes, smallint) IS
+    'Internal: the key of the model that computed a note''s vector in a slot (default: the active one).';
+
+-- What readers see of the notes: active notes of their tenants and shared ones, with the vector of the active
+-- model. The view reads the table with its owner's rights and filters by the caller, so a reader needs no right
+-- on feedback_notes itself; security_barrier keeps a caller's functions from seeing rows the filter drops.
+-- (Row-level security on the table would make Postgres refuse COPY FROM for every writer.)
 CREATE VIEW feedback_active_notes WITH (security_barrier = true) AS
-SELECT n.id, n.task_type, n.tenant, n.lesson, n.correction, n.embedding, n.embedding_model, n.source,
-       n.created_at, n.updated_at, n.report_count
+SELECT n.id, n.task_type, n.tenant, n.lesson, n.correction,
+       CASE WHEN _fb_vector_model(n) = _fb_active_model() THEN _fb_vector(n) END AS embedding,
+       _fb_active_model() AS embedding_model, n.source, n.created_at, n.updated_at, n.report_count, n.content_hash
   FROM feedback_notes n
  WHERE n.status = 'active'
    AND (n.tenant IS NULL OR n.tenant = ANY ((SELECT _fb_my_tenants())::text[]));
 COMMENT ON VIEW feedback_active_notes IS
     'Active notes visible to the current user: shared ones (tenant NULL) and those of tenant roles it is a member '
-    'of. Retrieval reads this view, so it never returns another tenant''s note nor a pending one.';
+    'of, with their vector of the active model (NULL until re-embedded when another model computed it). Retrieval '
+    'reads the same notes, so it never returns another tenant''s note nor a pending one.';
 
 -- Nearest active notes of one task_type among those the acting role may see (shared ones and its tenants'), with
--- what retrieval shows of them. Exact when the task_type holds at most pg_feedback.exact_scan_limit such notes
--- (perfect recall, cheap for small sets); otherwise the HNSW index with pgvector's iterative scan, so a selective
--- filter (task_type, tenant) still yields k candidates. scoped => true restricts to notes of exactly p_tenant
--- (NULL: shared notes), for near-duplicate merging. SECURITY DEFINER: readers have no right on feedback_notes, and
--- a view over it could not use the HNSW index for ordering (a security-barrier view is never flattened).
+-- what retrieval shows of them, compared only with vectors of one model (default: the active one) in the slot that
+-- holds it. Exact when the task_type holds at most pg_feedback.exact_scan_limit such notes (perfect recall, cheap
+-- for small sets); otherwise the slot's HNSW index with pgvector's iterative scan, so a selective filter
+-- (task_type, tenant) still yields k candidates. scoped => true restricts to notes of exactly p_tenant (NULL:
+-- shared notes), for near-duplicate merging. SECURITY DEFINER: readers have no right on feedback_notes, and a view
+-- over it could not use the HNSW index for ordering (a security-barrier view is never flattened). The slot's
+-- column names come from a fixed list, so the dynamic SQL takes no caller text.
 CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto',
-                               p_tenant text DEFAULT NULL, scoped boolean DEFAULT false)
-    RETURNS TABLE (id text, distance double precision, lesson text, correction text, created_at timestamptz)
+                               p_tenant text DEFAULT NULL, scoped boolean DEFAULT false, model text DEFAULT NULL)
+    RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz)
     LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     SET hnsw.iterative_scan = 'relaxed_order'
@@ -181,6 +127,10 @@ CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode 
 DECLARE
     exact_limit integer := current_setting('pg_feedback.exact_scan_limit')::integer;
     tenants text[] := CASE WHEN scoped THEN ARRAY[p_tenant] ELSE _fb_my_tenants() END;
+    key text := coalesce(model, _fb_active_model());
+    slot smallint := _fb_slot_of(key);
+    vec text := CASE slot WHEN 1 THEN 'embedding' WHEN 2 THEN 'embedding_alt' END;
+    filter text;
     n bigint;
 BEGIN
     IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
@@ -190,13 +140,17 @@ BEGIN
     IF scoped AND NOT _fb_tenant_allowed(p_tenant) THEN
         RETURN;   -- another tenant's notes are never candidates for the acting role
     END IF;
+    IF vec IS NULL OR q IS NULL THEN
+        RETURN;   -- no slot holds vectors of this model
+    END IF;
+    -- $1 query vector, $2 task_type, $3 model key, $4 scoped, $5 tenant, $6 tenants, $7 k
+    filter := format('f.status = ''active'' AND f.%I = $3 AND f.%I IS NOT NULL '
+                     'AND CASE WHEN $4 THEN f.tenant IS NOT DISTINCT FROM $5 '
+                     'ELSE f.tenant IS NULL OR f.tenant = ANY ($6) END', vec || '_model', vec);
     IF mode = 'auto' THEN
-        SELECT count(*) INTO n
-          FROM (SELECT 1 FROM feedback_notes f
-                 WHERE f.task_type = p_task_type AND f.status = 'active'
-                   AND CASE WHEN scoped THEN f.tenant IS NOT DISTINCT FROM p_tenant
-                            ELSE f.tenant IS NULL OR f.tenant = ANY (tenants) END
-                 LIMIT exact_limit + 1) s;
+        EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = $2 AND %s '
+                       'LIMIT $7) s', filter)
+           INTO n USING q, p_task_type, key, scoped, p_tenant, tenants, exact_limit + 1;
         mode := CASE WHEN n <= exact_limit THEN 'exact' ELSE 'ann' END;
     ELSIF mode NOT IN ('exact', 'ann') THEN
         RAISE EXCEPTION 'unknown candidate search mode "%"', mode
@@ -204,34 +158,26 @@ BEGIN
     END IF;
     IF mode = 'exact' THEN
         -- "+ 0" keeps the planner off the HNSW index: an exact top-k over the task_type's notes.
-        RETURN QUERY
-        SELECT f.id, f.embedding <=> q, f.lesson, f.correction, f.created_at
-          FROM feedback_notes f
-         WHERE f.task_type = p_task_type AND f.status = 'active' AND f.embedding IS NOT NULL
-           AND CASE WHEN scoped THEN f.tenant IS NOT DISTINCT FROM p_tenant
-                    ELSE f.tenant IS NULL OR f.tenant = ANY (tenants) END
-         ORDER BY (f.embedding <=> q) + 0, f.id
-         LIMIT k;
+        RETURN QUERY EXECUTE format(
+            'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at FROM feedback_notes f '
+            'WHERE f.task_type = $2 AND %2$s ORDER BY (f.%1$I <=> $1) + 0, f.id LIMIT $7', vec, filter)
+          USING q, p_task_type, key, scoped, p_tenant, tenants, k;
     ELSE
         -- "IS TRUE" keeps the planner on the HNSW index: with a plain equality it may pick the task_type btree
         -- and sort, which is the exact path. relaxed_order returns index order only approximately: re-sort.
-        RETURN QUERY
-        SELECT c.id, c.distance, c.lesson, c.correction, c.created_at
-          FROM (SELECT f.id, f.embedding <=> q AS distance, f.lesson, f.correction, f.created_at
-                  FROM feedback_notes f
-                 WHERE (f.task_type = p_task_type) IS TRUE AND f.status = 'active'
-                   AND CASE WHEN scoped THEN f.tenant IS NOT DISTINCT FROM p_tenant
-                            ELSE f.tenant IS NULL OR f.tenant = ANY (tenants) END
-                 ORDER BY f.embedding <=> q
-                 LIMIT k) c
-         ORDER BY c.distance, c.id;
+        RETURN QUERY EXECUTE format(
+            'SELECT c.id, c.distance, c.lesson, c.correction, c.created_at FROM '
+            '(SELECT f.id, f.%1$I <=> $1 AS distance, f.lesson, f.correction, f.created_at FROM feedback_notes f '
+            ' WHERE (f.task_type = $2) IS TRUE AND %2$s ORDER BY f.%1$I <=> $1 LIMIT $7) c '
+            'ORDER BY c.distance, c.id', vec, filter)
+          USING q, p_task_type, key, scoped, p_tenant, tenants, k;
     END IF;
 END $$;
-COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean) IS
+COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, text) IS
     'Internal: the k nearest active notes of a task_type to a vector among those the acting role may see (shared '
-    'and its tenants''), with lesson, correction and created_at. mode auto: exact for small sets, HNSW iterative '
-    'scan otherwise (see pg_feedback.exact_scan_limit); exact or ann force one path (fb_eval_ann compares them). '
-    'scoped: only notes of exactly p_tenant.';
+    'and its tenants''), with lesson, correction and created_at, comparing only vectors of one model (default: the '
+    'active one). mode auto: exact for small sets, HNSW iterative scan otherwise (see pg_feedback.exact_scan_limit); '
+    'exact or ann force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
 
 CREATE TABLE feedback_dedup_locks (
     tenant     text NOT NULL,
@@ -243,22 +189,22 @@ COMMENT ON TABLE feedback_dedup_locks IS
     'ingests (tenant  for shared notes). Holds no note data; rebuilt on demand.';
 
 CREATE TABLE feedback_note_merges (
-    merged_id   text NOT NULL,
-    into_id     text NOT NULL REFERENCES feedback_notes (id),
-    similarity  real NOT NULL,
-    task_type   text NOT NULL,
-    lesson      text NOT NULL,
-    correction  text NOT NULL,
-    source      text NOT NULL,
-    merged_by   text NOT NULL DEFAULT session_user,
-    merged_at   timestamptz NOT NULL DEFAULT now()
+    merged_hash  text NOT NULL,
+    similarity   real NOT NULL,
+    task_type    text NOT NULL,
+    lesson       text NOT NULL,
+    correction   text NOT NULL,
+    source       text NOT NULL,
+    merged_by    text NOT NULL DEFAULT session_user,
+    merged_at    timestamptz NOT NULL DEFAULT now(),
+    into_id      bigint NOT NULL REFERENCES feedback_notes (id)
 );
-CREATE INDEX feedback_note_merges_merged_id_idx ON feedback_note_merges (merged_id);
+CREATE INDEX feedback_note_merges_merged_hash_idx ON feedback_note_merges (merged_hash);
 CREATE INDEX feedback_note_merges_into_id_idx ON feedback_note_merges (into_id);
 SELECT pg_catalog.pg_extension_config_dump('feedback_note_merges', '');
 COMMENT ON TABLE feedback_note_merges IS
-    'Provenance of near-duplicate merges: a submitted note (merged_id = its content hash, its text and source) that '
-    'was folded into an existing note (into_id) because their embeddings had cosine similarity >= '
+    'Provenance of near-duplicate merges: a submitted note (merged_hash = its content hash, its text and source) '
+    'that was folded into an existing note (into_id) because their embeddings had cosine similarity >= '
     'pg_feedback.dup_threshold.';
 
 ------------------------------------------------------------------------------------------------------------------
@@ -266,23 +212,24 @@ COMMENT ON TABLE feedback_note_merges IS
 ------------------------------------------------------------------------------------------------------------------
 
 CREATE TABLE feedback_audit (
-    id          bigserial PRIMARY KEY,
-    at          timestamptz NOT NULL DEFAULT clock_timestamp(),
-    actor       text NOT NULL,
-    action      text NOT NULL,
-    note_id     text,
-    old_status  text,
-    new_status  text,
-    reason      text,
-    detail      jsonb NOT NULL DEFAULT '{}'
+    id            bigserial PRIMARY KEY,
+    at            timestamptz NOT NULL DEFAULT clock_timestamp(),
+    actor         text NOT NULL,
+    action        text NOT NULL,
+    content_hash  text,
+    old_status    text,
+    new_status    text,
+    reason        text,
+    detail        jsonb NOT NULL DEFAULT '{}',
+    note_id       bigint
 );
 CREATE INDEX feedback_audit_note_id_idx ON feedback_audit (note_id);
 SELECT pg_catalog.pg_extension_config_dump('feedback_audit', '');
 SELECT pg_catalog.pg_extension_config_dump('feedback_audit_id_seq', '');
 COMMENT ON TABLE feedback_audit IS
-    'Append-only trail of every review and status change, merge, purge and restore: who (actor), when, which note, '
-    'old and new status, the reason. It never holds note text. Only feedback_reviewer reads it; UPDATE, DELETE and '
-    'TRUNCATE are refused.';
+    'Append-only trail of every review and status change, merge, purge, restore and model switch: who (actor), '
+    'when, which note (note_id, and its content_hash at the time), old and new status, the reason. It never holds '
+    'note text. Only feedback_reviewer reads it; UPDATE, DELETE and TRUNCATE are refused.';
 
 CREATE FUNCTION _fb_audit_append_only() RETURNS trigger
     LANGUAGE plpgsql
@@ -304,7 +251,7 @@ CREATE TRIGGER feedback_audit_no_truncate BEFORE TRUNCATE ON feedback_audit
 ------------------------------------------------------------------------------------------------------------------
 
 -- A note with the server's cleaning applied (Rust, _fb_clean_note): blank or oversized fields refused, secrets
--- redacted, task_type and tenant normalised, id hashed from the redacted content (and tenant), lesson and
+-- redacted, task_type and tenant normalised, content hashed from the redacted content (and tenant), lesson and
 -- correction screened. Used by the insert and update triggers.
 CREATE FUNCTION _fb_cleaned(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql STABLE
@@ -314,7 +261,7 @@ DECLARE
     c record;
 BEGIN
     SELECT * INTO c FROM _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant);
-    n.id := c.id;
+    n.content_hash := c.content_hash;
     n.task_type := c.task_type;
     n.wrong_answer := c.wrong_answer;
     n.correction := c.correction;
@@ -326,16 +273,24 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION _fb_cleaned(feedback_notes) IS 'Internal: a note as the server stores it (see _fb_clean_note).';
 
--- The server's view of a submitted note (Rust, _fb_clean_note): blank fields refused, oversized ones refused,
--- secrets redacted, task_type normalised, id hashed from the redacted content (and tenant), lesson and correction
--- screened. Re-submitting the same note counts a report on the stored row. SECURITY DEFINER because writers have
--- no UPDATE right; it cleans the note itself, so calling it directly can do no more than submitting. Returns the
--- cleaned note when none is stored yet (the insert trigger stores it), NULL when the report was counted: the
--- note is cleaned once per row.
+-- A source (provenance) as stored: redacted, whitespace normalised, 'review_ui' when blank.
+CREATE FUNCTION _fb_source(source text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN coalesce(nullif(_fb_normalize(fb_redact(source)), ''), 'review_ui');
+COMMENT ON FUNCTION _fb_source(text) IS 'Internal: a source as stored (redacted, normalised, review_ui when blank).';
+
+-- Re-submitting the same note counts a report on the stored row (its latest wrong_answer and source). SECURITY
+-- DEFINER because writers have no UPDATE right; it cleans the note itself, so calling it directly can do no more
+-- than submitting. Returns the cleaned note when none is stored yet (the insert trigger stores it), NULL when the
+-- report was counted: the note is cleaned once per row. A report on a note that is not active leaves its status
+-- alone (a reviewer decides) and says so in a NOTICE.
 CREATE FUNCTION _fb_resubmit(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
+DECLARE
+    stored record;
 BEGIN
     n := _fb_cleaned(n);
     IF NOT _fb_tenant_allowed(n.tenant) THEN
@@ -345,18 +300,32 @@ BEGIN
     UPDATE feedback_notes f
        SET wrong_answer = CASE WHEN f.status = 'purged' THEN f.wrong_answer
                                ELSE coalesce(nullif(n.wrong_answer, ''), f.wrong_answer) END,
-           source = CASE WHEN f.status = 'purged' THEN f.source
-                         ELSE coalesce(nullif(fb_redact(btrim(n.source)), ''), f.source) END,
+           source = CASE WHEN f.status = 'purged' OR _fb_normalize(n.source) = '' THEN f.source
+                         ELSE _fb_source(n.source) END,
            updated_at = now(),
            report_count = f.report_count + 1
-     WHERE f.id = n.id AND f.tenant IS NOT DISTINCT FROM n.tenant;
-    RETURN CASE WHEN FOUND THEN NULL ELSE n END;
+     WHERE f.content_hash = n.content_hash AND f.tenant IS NOT DISTINCT FROM n.tenant
+    RETURNING f.id, f.status INTO stored;
+    IF NOT FOUND THEN
+        RETURN n;
+    END IF;
+    IF stored.status <> 'active' THEN
+        RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', stored.id,
+                     stored.status, stored.status
+            USING HINT = CASE stored.status
+                             WHEN 'deprecated' THEN 'A reviewer can bring it back with fb_restore.'
+                             WHEN 'pending' THEN 'It waits for a reviewer (feedback_review_queue).'
+                             WHEN 'rejected' THEN 'A reviewer rejected it; fb_approve would make it live.'
+                             ELSE 'Its text was purged; it is never retrieved again.' END;
+    END IF;
+    RETURN NULL;
 END $$;
 COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
     'Internal: counts a re-submission on the stored note with the same content (latest wrong_answer and source) '
     'and returns NULL; when no such note is stored, returns the note cleaned for storing.';
 
--- BEFORE INSERT, per row, as the inserting role: the server sets every field the client must not choose.
+-- BEFORE INSERT, per row, as the inserting role: the server sets every field the client must not choose. A row
+-- that comes back from a dump (see _fb_restoring) is kept as sent.
 CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -365,21 +334,36 @@ DECLARE
     review text := _fb_review_mode();
     cleaned feedback_notes;
 BEGIN
-    IF _fb_restoring() THEN
-        -- A restore brings back what was dumped; only a missing id or a vector without its model is recomputed.
+    IF _fb_restoring(NEW.content_hash) THEN
         -- A reviewer (not a superuser) restores only notes of its own tenants.
         IF NEW.tenant IS NOT NULL AND NOT _fb_tenant_allowed(NEW.tenant) THEN
             RAISE EXCEPTION 'role "%" may not restore notes of tenant "%"', _fb_actor(), NEW.tenant
                 USING ERRCODE = 'insufficient_privilege',
                       HINT = 'Restore as a superuser, or as a member of the tenant role.';
         END IF;
-        IF NEW.id IS NULL THEN
-            SELECT c2.id INTO NEW.id
-              FROM _fb_clean_note(NEW.task_type, NEW.wrong_answer, NEW.correction, NEW.lesson, NEW.tenant) c2;
+        -- Only what is missing is computed: an id, a content hash, a vector (never for a purged note).
+        NEW.id := coalesce(NEW.id, _fb_next_note_id());
+        NEW.task_type := _fb_task_type(NEW.task_type);   -- a no-op on dumped rows; refuses a blank one
+        IF NEW.content_hash IS NULL THEN
+            NEW.content_hash := (_fb_cleaned(NEW)).content_hash;
         END IF;
         IF NEW.embedding IS NULL OR NEW.embedding_model IS NULL THEN
             NEW.embedding := NULL;
             NEW.embedding_model := NULL;
+        END IF;
+        IF NEW.embedding_alt IS NULL OR NEW.embedding_alt_model IS NULL THEN
+            NEW.embedding_alt := NULL;
+            NEW.embedding_alt_model := NULL;
+        END IF;
+        IF NEW.embedding IS NULL AND NEW.embedding_alt IS NULL AND NEW.status <> 'purged' THEN
+            PERFORM _fb_pin_model();   -- a vector made now ties the database to the model that made it
+            IF _fb_active_slot() = 1 THEN
+                NEW.embedding := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
+                NEW.embedding_model := _fb_active_model();
+            ELSE
+                NEW.embedding_alt := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
+                NEW.embedding_alt_model := _fb_active_model();
+            END IF;
         END IF;
         RETURN NEW;
     END IF;
@@ -388,15 +372,25 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'A note''s tenant must be a role you are a member of, or NULL for a shared note.';
     END IF;
-    cleaned := _fb_resubmit(NEW);
-    IF cleaned IS NULL THEN
-        RETURN NULL;   -- counted on the stored note; no new row
+    IF _fb_on_conflict_do_nothing(TG_RELID) THEN
+        -- INSERT ... ON CONFLICT DO NOTHING: no report is counted here; a row whose content is stored meets it at
+        -- content_hash and Postgres skips it.
+        cleaned := _fb_cleaned(NEW);
+    ELSE
+        cleaned := _fb_resubmit(NEW);
+        IF cleaned IS NULL THEN
+            RETURN NULL;   -- counted on the stored note; no new row
+        END IF;
     END IF;
     NEW := cleaned;
-    NEW.source := coalesce(nullif(fb_redact(btrim(NEW.source)), ''), 'review_ui');
-    -- Server-set fields: whatever the client sent is replaced.
+    NEW.source := _fb_source(NEW.source);
+    -- Server-set fields: whatever the client sent is replaced. No vector yet: the AFTER trigger embeds the new
+    -- rows (a row without any vector model is how it tells them from restored rows).
+    NEW.id := _fb_next_note_id();
     NEW.embedding := NULL;
     NEW.embedding_model := NULL;
+    NEW.embedding_alt := NULL;
+    NEW.embedding_alt_model := NULL;
     NEW.created_by := _fb_actor();
     NEW.created_at := now();
     NEW.updated_at := now();
@@ -407,61 +401,84 @@ BEGIN
 END $$;
 
 -- AFTER INSERT, per statement, with the extension owner's rights: embed every new row in batched model runs
--- (grouped into UPDATEs of at most 1024 rows), record held notes in the audit trail, merge near-duplicates.
+-- (grouped into UPDATEs of at most 1024 rows) into the active slot, record held notes in the audit trail, merge
+-- near-duplicates. For restored rows (they carry a vector, or are purged) the id sequence is only moved past
+-- their ids.
 CREATE FUNCTION _fb_notes_after_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
-    model text := fb_embedding_model();
     chunk record;
     vectors vector[];
     actor text := _fb_actor();
+    new_ids bigint[];
+    restored bigint;
+    model text;
+    slot smallint;
 BEGIN
+    SELECT array_agg(i.id ORDER BY i.id) FILTER (WHERE i.embedding_model IS NULL AND i.embedding_alt_model IS NULL
+                                                    AND i.status IN ('active', 'pending')),
+           count(*) FILTER (WHERE NOT (i.embedding_model IS NULL AND i.embedding_alt_model IS NULL
+                                       AND i.status IN ('active', 'pending')))
+      INTO new_ids, restored
+      FROM inserted_notes i;
+    -- No audit row for them: a restore brings back the audit trail as it was dumped (and its id sequence after
+    -- the rows), so a row written here would collide with one still to come.
+    IF restored > 0 THEN
+        PERFORM setval('feedback_notes_id_seq', m)
+           FROM (SELECT max(i.id) AS m FROM inserted_notes i) x
+          WHERE m > coalesce(pg_sequence_last_value('feedback_notes_id_seq'), 0);
+    END IF;
+    IF new_ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+    PERFORM _fb_pin_model();
+    model := _fb_active_model();
+    slot := _fb_active_slot();
     FOR chunk IN
         SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
-          FROM (SELECT id, task_type, lesson, (row_number() OVER ()) / 1024 AS part
-                  FROM inserted_notes WHERE embedding IS NULL) s
+          FROM (SELECT i.id, i.task_type, i.lesson, (row_number() OVER ()) / 1024 AS part
+                  FROM inserted_notes i WHERE i.id = ANY (new_ids)) s
          GROUP BY part
     LOOP
         -- Embed in its own step: inside the UPDATE, the planner's row estimate for unnest() would evaluate
         -- the STABLE call once at plan time and the executor again, running the model twice.
-        vectors := fb_embed_batch(chunk.docs);
+        vectors := fb_embed_batch(chunk.docs, false, model);
         UPDATE feedback_notes f
-           SET embedding = e.embedding, embedding_model = model
+           SET embedding = CASE WHEN slot = 1 THEN e.embedding ELSE f.embedding END,
+               embedding_model = CASE WHEN slot = 1 THEN model ELSE f.embedding_model END,
+               embedding_alt = CASE WHEN slot = 2 THEN e.embedding ELSE f.embedding_alt END,
+               embedding_alt_model = CASE WHEN slot = 2 THEN model ELSE f.embedding_alt_model END
           FROM unnest(chunk.ids, vectors) AS e(id, embedding)
          WHERE f.id = e.id;
     END LOOP;
-    IF _fb_restoring() THEN
-        INSERT INTO feedback_audit (actor, action, reason, detail)
-        SELECT actor, 'restore', 'rows stored as sent (pg_feedback.restore_mode)', jsonb_build_object('rows', count(*))
-          FROM inserted_notes HAVING count(*) > 0;
-        RETURN NULL;
-    END IF;
-    INSERT INTO feedback_audit (actor, action, note_id, new_status, reason, detail)
-    SELECT actor, 'hold', i.id, 'pending',
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, new_status, reason, detail)
+    SELECT actor, 'hold', i.id, i.content_hash, 'pending',
            CASE WHEN jsonb_array_length(i.screening) > 0 THEN 'flagged by fb_screen'
                 ELSE 'pg_feedback.review = all' END,
            jsonb_build_object('rules', (SELECT coalesce(jsonb_agg(DISTINCT f ->> 'rule'), '[]')
                                           FROM jsonb_array_elements(i.screening) f))
       FROM inserted_notes i
-     WHERE i.status = 'pending';
-    PERFORM _fb_merge_near_duplicates(array_agg(id ORDER BY id)) FROM inserted_notes WHERE status = 'active';
+     WHERE i.id = ANY (new_ids) AND i.status = 'pending';
+    PERFORM _fb_merge_near_duplicates(array_agg(i.id ORDER BY i.id))
+       FROM inserted_notes i WHERE i.id = ANY (new_ids) AND i.status = 'active';
     RETURN NULL;
 END $$;
 
 -- Folds each given (new, active) note into the most similar other active note of its task_type and tenant when
--- their cosine similarity reaches pg_feedback.dup_threshold: the existing note's report_count grows, its source
--- and updated_at take the new report's, the merge is recorded in feedback_note_merges and feedback_audit, the new
--- row goes away. A row lock per (tenant, task_type) in feedback_dedup_locks, taken in sorted order until the end
--- of the transaction, makes concurrent ingests of near-duplicates wait for each other, so under READ COMMITTED the
--- second one sees the first and merges.
-CREATE FUNCTION _fb_merge_near_duplicates(ids text[]) RETURNS integer
+-- their cosine similarity (active model) reaches pg_feedback.dup_threshold: the existing note's report_count grows,
+-- its source and updated_at take the new report's, the merge is recorded in feedback_note_merges and
+-- feedback_audit, the new row goes away. A row lock per (tenant, task_type) in feedback_dedup_locks, taken in
+-- sorted order until the end of the transaction, makes concurrent ingests of near-duplicates wait for each other,
+-- so under READ COMMITTED the second one sees the first and merges.
+CREATE FUNCTION _fb_merge_near_duplicates(ids bigint[]) RETURNS integer
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
     threshold double precision := current_setting('pg_feedback.dup_threshold')::double precision;
+    model text := _fb_active_model();
     r record;
     near record;
     merged integer := 0;
@@ -479,13 +496,13 @@ BEGIN
      ORDER BY l.tenant, l.task_type
        FOR UPDATE OF l;
     FOR r IN
-        SELECT f.* FROM unnest(ids) WITH ORDINALITY AS i(id, n) JOIN feedback_notes f USING (id)
-         WHERE f.embedding IS NOT NULL AND f.status = 'active' ORDER BY i.n
+        SELECT f.*, _fb_vector(f) AS vec FROM unnest(ids) WITH ORDINALITY AS i(id, n) JOIN feedback_notes f USING (id)
+         WHERE _fb_vector_model(f) = model AND f.status = 'active' ORDER BY i.n
     LOOP
         -- The row may have absorbed or been absorbed by an earlier one of this batch.
         CONTINUE WHEN NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = r.id);
         SELECT c.id, 1 - c.distance AS similarity INTO near
-          FROM _fb_candidates(r.embedding, r.task_type, 2, 'auto', r.tenant, true) c
+          FROM _fb_candidates(r.vec, r.task_type, 2, 'auto', r.tenant, true, model) c
          WHERE c.id <> r.id
          ORDER BY c.distance
          LIMIT 1;
@@ -494,12 +511,12 @@ BEGIN
            SET report_count = report_count + r.report_count, source = r.source, updated_at = now()
          WHERE id = near.id AND status = 'active';
         CONTINUE WHEN NOT FOUND;   -- deprecated meanwhile by a reviewer: the new note stays
-        INSERT INTO feedback_note_merges (merged_id, into_id, similarity, task_type, lesson, correction, source,
+        INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
                                           merged_by)
-        VALUES (r.id, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source, _fb_actor());
+        VALUES (r.content_hash, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source, _fb_actor());
         INSERT INTO feedback_audit (actor, action, note_id, detail)
         VALUES (_fb_actor(), 'merge', near.id,
-                jsonb_build_object('merged_id', r.id, 'similarity', round(near.similarity::numeric, 4)));
+                jsonb_build_object('merged_hash', r.content_hash, 'similarity', round(near.similarity::numeric, 4)));
         -- Notes merged into this one earlier in the batch now belong to its target.
         UPDATE feedback_note_merges SET into_id = near.id WHERE into_id = r.id;
         DELETE FROM feedback_notes WHERE id = r.id;
@@ -507,31 +524,51 @@ BEGIN
     END LOOP;
     RETURN merged;
 END $$;
-COMMENT ON FUNCTION _fb_merge_near_duplicates(text[]) IS
+COMMENT ON FUNCTION _fb_merge_near_duplicates(bigint[]) IS
     'Internal: merges new notes into near-duplicate active notes of the same task_type and tenant '
-    '(pg_feedback.dup_threshold). Runs inside the insert trigger with the owner''s rights.';
+    '(pg_feedback.dup_threshold, active model). Runs inside the insert trigger with the owner''s rights.';
 
 -- BEFORE UPDATE of the content, per row (only the owner and superusers may UPDATE): the same cleaning as an
--- insert (redaction, screening, id), and a new embedding when the embedded text changed.
+-- insert (redaction, screening, content hash); the id stays, so merges, golden questions and audit rows still
+-- point at the note. A new vector of the active model when the embedded text changed; the other slot's vector
+-- is then stale and goes (fb_reembed or fb_switch_model recompute it).
 CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
+DECLARE
+    slot smallint := _fb_active_slot();
+    vec vector(384);
 BEGIN
     IF NEW.status = 'purged' THEN
         RETURN NEW;   -- fb_purge blanks the text: the note keeps its id and is never embedded again
     END IF;
     NEW := _fb_cleaned(NEW);
+    NEW.id := OLD.id;
     NEW.redactions := ARRAY(SELECT DISTINCT unnest(OLD.redactions || NEW.redactions) ORDER BY 1);
-    IF NEW.id <> OLD.id AND EXISTS (SELECT 1 FROM feedback_notes WHERE id = NEW.id) THEN
-        RAISE EXCEPTION 'another note already has this content (id %)', NEW.id
+    IF NEW.content_hash <> OLD.content_hash
+       AND EXISTS (SELECT 1 FROM feedback_notes f WHERE f.content_hash = NEW.content_hash) THEN
+        RAISE EXCEPTION 'another note already has this content (id %)',
+                        (SELECT f.id FROM feedback_notes f WHERE f.content_hash = NEW.content_hash)
             USING ERRCODE = 'unique_violation',
                   HINT = 'Deprecate this note with fb_deprecate instead of editing it into a duplicate.';
     END IF;
     IF NEW.task_type IS DISTINCT FROM OLD.task_type OR NEW.lesson IS DISTINCT FROM OLD.lesson
-       OR NEW.embedding IS NULL THEN
-        NEW.embedding := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
-        NEW.embedding_model := fb_embedding_model();
+       OR _fb_vector(NEW, slot) IS NULL OR _fb_vector_model(NEW, slot) IS DISTINCT FROM _fb_active_model() THEN
+        PERFORM _fb_pin_model();
+        slot := _fb_active_slot();
+        vec := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
+        IF slot = 1 THEN
+            NEW.embedding := vec;
+            NEW.embedding_model := _fb_active_model();
+            NEW.embedding_alt := NULL;
+            NEW.embedding_alt_model := NULL;
+        ELSE
+            NEW.embedding_alt := vec;
+            NEW.embedding_alt_model := _fb_active_model();
+            NEW.embedding := NULL;
+            NEW.embedding_model := NULL;
+        END IF;
     END IF;
     NEW.updated_at := now();
     RETURN NEW;
@@ -547,13 +584,16 @@ CREATE TRIGGER feedback_notes_before_update
     FOR EACH ROW EXECUTE FUNCTION _fb_notes_before_update();
 
 COMMENT ON FUNCTION _fb_notes_before_insert() IS
-    'Trigger: cleans a new note (redaction, screening, id), sets every server-owned field, and turns a '
-    're-submission into a counted report. With pg_feedback.restore_mode (superuser or reviewer) keeps the row as sent.';
+    'Trigger: cleans a new note (redaction, screening, content hash), sets every server-owned field (id too), and '
+    'turns a re-submission into a counted report (not under INSERT ... ON CONFLICT DO NOTHING, which skips it). A '
+    'row restored by a superuser or reviewer (it carries its '
+    'content_hash, or pg_feedback.restore_mode) is kept as sent.';
 COMMENT ON FUNCTION _fb_notes_after_insert() IS
-    'Trigger: embeds the rows of an INSERT or COPY in batched model runs in the same transaction, audits held notes '
-    'and merges near-duplicates.';
+    'Trigger: embeds the new rows of an INSERT or COPY in batched model runs in the same transaction, audits held '
+    'notes and merges near-duplicates; moves the id sequence past restored rows.';
 COMMENT ON FUNCTION _fb_notes_before_update() IS
-    'Trigger: re-cleans an edited note (redaction, screening, id) and re-embeds it when its embedded text changed.';
+    'Trigger: re-cleans an edited note (redaction, screening, content hash; the id stays) and re-embeds it when its '
+    'embedded text changed.';
 
 ------------------------------------------------------------------------------------------------------------------
 -- Ingest API
@@ -568,26 +608,27 @@ CREATE TYPE fb_note_input AS (
 );
 COMMENT ON TYPE fb_note_input IS 'One note for fb_ingest_batch; a NULL source means ''review_ui''.';
 
--- What became of submitted notes, by their stored id: the status of the stored note, or the note it was merged
--- into. SECURITY DEFINER: writers cannot read feedback_notes; it reveals only the status of ids they name.
-CREATE FUNCTION _fb_ingest_outcomes(ids text[])
-    RETURNS TABLE (id text, status text, into_id text)
+-- What became of submitted notes, by content hash: the stored note's id and status, or the note it was merged
+-- into. SECURITY DEFINER: writers cannot read feedback_notes; it reveals only the id and status of content they
+-- submitted.
+CREATE FUNCTION _fb_ingest_outcomes(hashes text[])
+    RETURNS TABLE (content_hash text, id bigint, status text, into_id bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
-        SELECT i.id, f.status,
+        SELECT h.hash, f.id, f.status,
                (SELECT m.into_id FROM feedback_note_merges m
-                 WHERE f.id IS NULL AND m.merged_id = i.id ORDER BY m.merged_at DESC LIMIT 1)
-          FROM (SELECT DISTINCT unnest(ids) AS id) i
-          LEFT JOIN feedback_notes f ON f.id = i.id AND _fb_tenant_allowed(f.tenant);
+                 WHERE f.id IS NULL AND m.merged_hash = h.hash ORDER BY m.merged_at DESC LIMIT 1)
+          FROM (SELECT DISTINCT unnest(hashes) AS hash) h
+          LEFT JOIN feedback_notes f ON f.content_hash = h.hash AND _fb_tenant_allowed(f.tenant);
     END;
 COMMENT ON FUNCTION _fb_ingest_outcomes(text[]) IS
-    'Internal: for stored note ids, the note''s status, or the note it was merged into.';
+    'Internal: for content hashes, the stored note''s id and status, or the note it was merged into.';
 
 -- SECURITY DEFINER so that it can learn which rows its INSERT created (RETURNING) while writers have no SELECT
 -- on feedback_notes; the triggers act for the caller all the same (_fb_actor: provenance, tenant and restore checks).
 CREATE FUNCTION fb_ingest_batch(notes fb_note_input[], tenant text DEFAULT NULL)
-    RETURNS TABLE (id text, action text)
+    RETURNS TABLE (id bigint, action text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
@@ -597,7 +638,7 @@ DECLARE
 BEGIN
     -- RETURNING lists the rows this INSERT really added: a re-submission of a stored note is turned into a
     -- counted report by the insert trigger and is not returned. Two sessions inserting the same new note at once
-    -- meet at the primary key: the loser's whole INSERT is rolled back to its savepoint and run again, and then
+    -- meet at the content hash: the loser's whole INSERT is rolled back to its savepoint and run again, and then
     -- finds the winner's row and counts a report on it.
     FOR attempt IN 1..3 LOOP
         BEGIN
@@ -606,8 +647,8 @@ BEGIN
                 SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, n.source, fb_ingest_batch.tenant
                   FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
                  ORDER BY ord
-                RETURNING f.id)
-            SELECT coalesce(array_agg(ins.id), '{}') INTO inserted FROM ins;
+                RETURNING f.content_hash)
+            SELECT coalesce(array_agg(ins.content_hash), '{}') INTO inserted FROM ins;
             EXIT;
         EXCEPTION WHEN unique_violation THEN
             IF attempt = 3 THEN
@@ -618,26 +659,27 @@ BEGIN
 
     RETURN QUERY
     WITH input AS (
-        SELECT n.ord, c.id AS nid
+        SELECT n.ord, c.content_hash AS hash
           FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
          CROSS JOIN LATERAL _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, fb_ingest_batch.tenant) c
     ), outcome AS (
-        SELECT * FROM _fb_ingest_outcomes((SELECT array_agg(nid) FROM input))
+        SELECT * FROM _fb_ingest_outcomes((SELECT array_agg(hash) FROM input))
     )
-    SELECT coalesce(o.into_id, i.nid),
-           CASE WHEN c.id IS NULL OR row_number() OVER (PARTITION BY i.nid ORDER BY i.ord) > 1 THEN 'updated'
-                WHEN o.into_id IS NOT NULL THEN 'merged'
+    SELECT coalesce(o.into_id, o.id),
+           CASE WHEN o.into_id IS NOT NULL THEN 'merged'
+                WHEN c.hash IS NULL OR row_number() OVER (PARTITION BY i.hash ORDER BY i.ord) > 1 THEN
+                     CASE WHEN o.status = 'active' THEN 'updated' ELSE o.status END
                 WHEN o.status = 'pending' THEN 'pending'
                 ELSE 'inserted' END
       FROM input i
-      LEFT JOIN (SELECT DISTINCT unnest(inserted) AS id) c ON c.id = i.nid
-      LEFT JOIN outcome o ON o.id = i.nid
+      LEFT JOIN (SELECT DISTINCT unnest(inserted) AS hash) c ON c.hash = i.hash
+      LEFT JOIN outcome o ON o.content_hash = i.hash
      ORDER BY i.ord;
 END $$;
 
 CREATE FUNCTION fb_ingest(task_type text, wrong_answer text, correction text, lesson text,
                           source text DEFAULT 'review_ui', tenant text DEFAULT NULL)
-    RETURNS TABLE (id text, action text)
+    RETURNS TABLE (id bigint, action text)
     LANGUAGE sql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
@@ -646,12 +688,16 @@ CREATE FUNCTION fb_ingest(task_type text, wrong_answer text, correction text, le
     END;
 
 COMMENT ON FUNCTION fb_ingest_batch(fb_note_input[], text) IS
-    'Stores many notes with one INSERT (embedded in batched model runs), all of one tenant (NULL: shared). Returns, in input order, each note''s id and '
-    'action: inserted; pending when it waits for a reviewer (flagged by fb_screen, or pg_feedback.review = all); '
-    'updated when the same correction was already stored (or repeated in the batch); merged when it was folded into '
-    'a near-duplicate (the id returned is then the existing note''s).';
+    'Stores many notes with one INSERT (embedded in batched model runs), all of one tenant (NULL: shared). Returns, '
+    'in input order, each note''s id and action: inserted; pending when it waits for a reviewer (flagged by '
+    'fb_screen, or pg_feedback.review = all); merged when it was folded into a near-duplicate (the id is then the '
+    'existing note''s); for the same correction already stored (or repeated in the batch), a counted report: updated '
+    'when that note is active, else its status (deprecated, pending, rejected, purged), which a report never changes.';
 COMMENT ON FUNCTION fb_ingest(text, text, text, text, text, text) IS
-    'Stores one note: returns its id and action (inserted | pending | updated | merged). Secrets are redacted first; '
-    'submitting the same correction again updates the stored note (latest wrong_answer and source, report_count + 1), '
+    'Stores one note: returns its id and action (see fb_ingest_batch). Secrets are redacted first; submitting the '
+    'same correction again counts a report on the stored note (latest wrong_answer and source, report_count + 1), '
     'never duplicates it; a note whose embedding is within pg_feedback.dup_threshold of an active note of the same '
     'task_type and tenant is merged into it.';
+COMMENT ON FUNCTION _fb_on_conflict_do_nothing(oid) IS
+    'Internal: whether the client''s statement is an INSERT into the relation with ON CONFLICT DO NOTHING (the '
+    'insert trigger then counts no report and lets Postgres skip a stored note).';

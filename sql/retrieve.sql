@@ -2,14 +2,15 @@
 -- transactions and on hot standbys.
 
 CREATE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFAULT 20, final_k integer DEFAULT 3,
-                            min_score real DEFAULT NULL, rerank boolean DEFAULT NULL)
-    RETURNS TABLE (rank integer, id text, lesson text, correction text, similarity real, rerank_score real,
+                            min_score real DEFAULT NULL, rerank boolean DEFAULT NULL, model text DEFAULT NULL)
+    RETURNS TABLE (rank integer, id bigint, lesson text, correction text, similarity real, rerank_score real,
                    scored_by text, created_at timestamptz)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 #variable_conflict use_column
 DECLARE
+    key text;
     q vector(384);
     use_rerank boolean;
     cand record;
@@ -29,9 +30,10 @@ BEGIN
     IF query IS NULL OR task_type IS NULL THEN
         RETURN;
     END IF;
-    -- Embedded in its own step, through the backend's query cache (see fb_embed_query); first, so that the
-    -- library is loaded and its settings defined before they are read.
-    q := fb_embed_query(query);
+    -- Embedded in its own step, through the backend's query cache; first, so that the library is loaded and its
+    -- settings defined before they are read. Only notes embedded by the same model are compared with it.
+    key := _fb_resolve_model(model);
+    q := (fb_embed_batch(ARRAY[query], true, key))[1];
     use_rerank := coalesce(rerank, current_setting('pg_feedback.rerank')::boolean) AND fb_rerank_model() <> '';
     SELECT array_agg(c.id ORDER BY c.distance, c.id) AS ids,
            array_agg(c.lesson ORDER BY c.distance, c.id) AS lessons,
@@ -40,7 +42,7 @@ BEGIN
            array_agg((1 - c.distance)::real ORDER BY c.distance, c.id) AS sims,
            array_agg(c.created_at ORDER BY c.distance, c.id) AS created
       INTO cand
-      FROM _fb_candidates(q, _fb_task_type(fb_retrieve.task_type), candidate_k) c;
+      FROM _fb_candidates(q, _fb_task_type(fb_retrieve.task_type), candidate_k, model => key) c;
     IF cand.ids IS NULL THEN
         RETURN;   -- no notes for this task_type: zero rows is a normal answer
     END IF;
@@ -65,16 +67,17 @@ BEGIN
      ORDER BY p.n;
 END $$;
 
-COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean) IS
+COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean, text) IS
     'The notes that apply to a question, best first, or none. Embeds the query (cached per backend), takes the '
     'candidate_k nearest active notes of the task_type, reranks them with the cross-encoder (unless rerank => false, '
     'pg_feedback.rerank = off or no pg_feedback.rerank_model), keeps those scoring at least min_score (default: '
     'pg_feedback.rerank_floor, a logit; or pg_feedback.cosine_floor when ranking by cosine) and returns the best '
     'final_k; a newer note ranks first on a near tie (pg_feedback.tie_margin). scored_by says which score ranked. '
-    'Never writes.';
+    'Only notes embedded by the active model are searched; model => a model held in the standby slot (fb_reembed) '
+    'searches its vectors instead, to try it before fb_switch_model. Never writes.';
 
 CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
-    RETURNS TABLE (id text, lesson text, similarity real, would_merge boolean)
+    RETURNS TABLE (id bigint, lesson text, similarity real, would_merge boolean)
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
@@ -86,7 +89,7 @@ CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
     END;
 
 COMMENT ON FUNCTION fb_find_duplicate(text, text) IS
-    'The active note of the task_type nearest to a lesson, its cosine similarity, and whether ingesting the lesson '
+    'The active note of the task_type nearest to a lesson (active model), its cosine similarity, and whether ingesting the lesson '
     'would merge into it (similarity >= pg_feedback.dup_threshold).';
 
 CREATE FUNCTION fb_build_prompt(query text, task_type text,

@@ -4,17 +4,19 @@
 
 -- Moves one note from one of the statuses in from_status to to_status, with an audit row. A note of a tenant the
 -- acting role is not a member of is treated as missing. Returns false when the note is in another status.
-CREATE FUNCTION _fb_set_status(note_id text, from_status text[], to_status text, action text, reason text)
+CREATE FUNCTION _fb_set_status(note_id bigint, from_status text[], to_status text, action text, reason text)
     RETURNS boolean
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
     old text;
+    hash text;
 BEGIN
-    SELECT f.status INTO old FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant) FOR UPDATE;
+    SELECT f.status, f.content_hash INTO old, hash
+      FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant) FOR UPDATE;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'no note with id "%"', note_id
+        RAISE EXCEPTION 'no note with id %', coalesce(note_id::text, 'NULL')
             USING ERRCODE = 'no_data_found',
                   HINT = 'Take the id from feedback_review_queue, fb_retrieve or fb_ingest''s result.';
     END IF;
@@ -22,11 +24,11 @@ BEGIN
         RETURN false;
     END IF;
     UPDATE feedback_notes SET status = to_status, updated_at = now() WHERE id = note_id;
-    INSERT INTO feedback_audit (actor, action, note_id, old_status, new_status, reason)
-    VALUES (_fb_actor(), action, note_id, old, to_status, reason);
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason)
+    VALUES (_fb_actor(), action, note_id, hash, old, to_status, reason);
     RETURN true;
 END $$;
-COMMENT ON FUNCTION _fb_set_status(text, text[], text, text, text) IS
+COMMENT ON FUNCTION _fb_set_status(bigint, text[], text, text, text) IS
     'Internal: one audited status change of a note the acting role may see.';
 
 CREATE FUNCTION _fb_require_reason(reason text, what text) RETURNS text
@@ -34,15 +36,15 @@ CREATE FUNCTION _fb_require_reason(reason text, what text) RETURNS text
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 BEGIN
-    IF reason IS NULL OR btrim(reason) = '' THEN
+    IF reason IS NULL OR _fb_normalize(reason) = '' THEN
         RAISE EXCEPTION '% needs a reason', what
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Say why, in a few words: it goes into feedback_audit.';
     END IF;
-    RETURN fb_redact(btrim(reason));
+    RETURN fb_redact(_fb_normalize(reason));
 END $$;
 COMMENT ON FUNCTION _fb_require_reason(text, text) IS 'Internal: a non-blank reason, secrets redacted.';
 
-CREATE FUNCTION fb_approve(note_id text, reason text DEFAULT NULL) RETURNS boolean
+CREATE FUNCTION fb_approve(note_id bigint, reason text DEFAULT NULL) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
@@ -54,29 +56,29 @@ BEGIN
     PERFORM _fb_merge_near_duplicates(ARRAY[note_id]);
     RETURN true;
 END $$;
-COMMENT ON FUNCTION fb_approve(text, text) IS
+COMMENT ON FUNCTION fb_approve(bigint, text) IS
     'Reviewer: a pending (or rejected) note goes live (status active), and merges into a near-duplicate if there is '
     'one. false when the note is in another status.';
 
-CREATE FUNCTION fb_reject(note_id text, reason text) RETURNS boolean
+CREATE FUNCTION fb_reject(note_id bigint, reason text) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN _fb_set_status(note_id, '{pending}', 'rejected', 'reject', _fb_require_reason(reason, 'fb_reject'));
-COMMENT ON FUNCTION fb_reject(text, text) IS
+COMMENT ON FUNCTION fb_reject(bigint, text) IS
     'Reviewer: retires a pending note (status rejected, kept for the record, never retrieved); a reason is required.';
 
-CREATE FUNCTION fb_deprecate(note_id text, reason text DEFAULT NULL) RETURNS boolean
+CREATE FUNCTION fb_deprecate(note_id bigint, reason text DEFAULT NULL) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN _fb_set_status(note_id, '{active}', 'deprecated', 'deprecate', fb_redact(reason));
-COMMENT ON FUNCTION fb_deprecate(text, text) IS
+COMMENT ON FUNCTION fb_deprecate(bigint, text) IS
     'Reviewer: soft-deletes an active note (status deprecated); true if it was active. Notes are never deleted.';
 
-CREATE FUNCTION fb_restore(note_id text, reason text DEFAULT NULL) RETURNS boolean
+CREATE FUNCTION fb_restore(note_id bigint, reason text DEFAULT NULL) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN _fb_set_status(note_id, '{deprecated}', 'active', 'restore', fb_redact(reason));
-COMMENT ON FUNCTION fb_restore(text, text) IS 'Reviewer: a deprecated note is active again; true if it was deprecated.';
+COMMENT ON FUNCTION fb_restore(bigint, text) IS 'Reviewer: a deprecated note is active again; true if it was deprecated.';
 
 CREATE FUNCTION fb_deprecate_stale(older_than interval, task_type text DEFAULT NULL) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -85,7 +87,7 @@ CREATE FUNCTION fb_deprecate_stale(older_than interval, task_type text DEFAULT N
 #variable_conflict use_variable
 DECLARE
     n integer := 0;
-    note text;
+    note bigint;
 BEGIN
     IF older_than IS NULL OR older_than <= interval '0' THEN
         RAISE EXCEPTION 'older_than must be a positive interval, not %', coalesce(older_than::text, 'NULL')
@@ -109,43 +111,66 @@ COMMENT ON FUNCTION fb_deprecate_stale(interval, text) IS
     'Reviewer (or a periodic job): deprecates active notes not reported again (updated_at) for older_than, of one '
     'task_type or all; returns how many. Each is audited.';
 
-CREATE FUNCTION fb_purge(note_id text, reason text) RETURNS boolean
+CREATE FUNCTION fb_purge(note_id bigint, reason text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
     why text := _fb_require_reason(reason, 'fb_purge');
     old text;
+    hash text;
     merges integer;
 BEGIN
-    SELECT f.status INTO old FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant) FOR UPDATE;
-    IF NOT FOUND AND NOT EXISTS (SELECT 1 FROM feedback_note_merges m JOIN feedback_notes t ON t.id = m.into_id
-                                  WHERE m.merged_id = note_id AND _fb_tenant_allowed(t.tenant)) THEN
-        RAISE EXCEPTION 'no note with id "%"', note_id
+    SELECT f.status, f.content_hash INTO old, hash
+      FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant) FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no note with id %', coalesce(note_id::text, 'NULL')
             USING ERRCODE = 'no_data_found',
-                  HINT = 'Take the id from feedback_notes, feedback_note_merges or fb_ingest''s result.';
+                  HINT = 'Take the id from feedback_notes or fb_ingest''s result; for the text of a merged report '
+                         'use fb_purge_merged(merged_hash, reason).';
     END IF;
     UPDATE feedback_notes
        SET wrong_answer = '', correction = '[purged]', lesson = '[purged]', embedding = NULL, embedding_model = NULL,
-           screening = '[]', status = 'purged', updated_at = now()
-     WHERE id = note_id AND _fb_tenant_allowed(tenant);
-    -- The texts merged into this note were near-duplicates of it, and the note's own text where it was merged
-    -- into another: both go.
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]'
-      FROM feedback_notes t
-     WHERE t.id = m.into_id AND _fb_tenant_allowed(t.tenant) AND (m.into_id = note_id OR m.merged_id = note_id);
+           embedding_alt = NULL, embedding_alt_model = NULL, screening = '[]', status = 'purged', updated_at = now()
+     WHERE id = note_id;
+    -- The texts merged into this note were near-duplicates of it: they go too.
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]' WHERE m.into_id = note_id;
     GET DIAGNOSTICS merges = ROW_COUNT;
-    INSERT INTO feedback_audit (actor, action, note_id, old_status, new_status, reason, detail)
-    VALUES (_fb_actor(), 'purge', note_id, old, CASE WHEN old IS NOT NULL THEN 'purged' END, why,
-            jsonb_build_object('merge_records_cleared', merges));
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason, detail)
+    VALUES (_fb_actor(), 'purge', note_id, hash, old, 'purged', why, jsonb_build_object('merge_records_cleared', merges));
     RETURN true;
 END $$;
-COMMENT ON FUNCTION fb_purge(text, text) IS
-    'Reviewer: removes a note''s text everywhere (the note, and merge records into or of it) for a leaked secret; '
-    'the row stays with status purged so its id and history remain, and an audit row without the text is kept.';
+COMMENT ON FUNCTION fb_purge(bigint, text) IS
+    'Reviewer: removes a note''s text everywhere (the note, and the merge records of reports folded into it) for a '
+    'leaked secret; the row stays with status purged so its id and history remain, and an audit row without the '
+    'text is kept.';
+
+CREATE FUNCTION fb_purge_merged(merged_hash text, reason text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    why text := _fb_require_reason(reason, 'fb_purge_merged');
+    cleared integer;
+BEGIN
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]'
+      FROM feedback_notes t
+     WHERE t.id = m.into_id AND _fb_tenant_allowed(t.tenant) AND m.merged_hash = fb_purge_merged.merged_hash;
+    GET DIAGNOSTICS cleared = ROW_COUNT;
+    IF cleared = 0 THEN
+        RAISE EXCEPTION 'no merge record with merged_hash "%"', merged_hash
+            USING ERRCODE = 'no_data_found', HINT = 'Take merged_hash from feedback_note_merges.';
+    END IF;
+    INSERT INTO feedback_audit (actor, action, content_hash, reason, detail)
+    VALUES (_fb_actor(), 'purge_merged', merged_hash, why, jsonb_build_object('merge_records_cleared', cleared));
+    RETURN cleared;
+END $$;
+COMMENT ON FUNCTION fb_purge_merged(text, text) IS
+    'Reviewer: removes the text of a report that was merged into another note (feedback_note_merges, by its '
+    'merged_hash) for a leaked secret; returns how many merge records were cleared. Audited.';
 
 CREATE VIEW feedback_review_queue WITH (security_barrier = true) AS
-SELECT n.id, n.task_type, n.tenant, n.lesson, n.correction, n.wrong_answer, n.screening AS findings,
+SELECT n.id, n.content_hash, n.task_type, n.tenant, n.lesson, n.correction, n.wrong_answer, n.screening AS findings,
        n.created_by AS reported_by, n.source, n.report_count, n.created_at, now() - n.created_at AS age
   FROM feedback_notes n
  WHERE n.status = 'pending'

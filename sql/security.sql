@@ -33,26 +33,31 @@ BEGIN
            AND d.refclassid = 'pg_catalog.pg_extension'::regclass
            AND d.refobjid = (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_feedback')
     LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+        EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC', f);
     END LOOP;
 END $$;
 REVOKE ALL ON feedback_notes, feedback_note_merges, feedback_dedup_locks, feedback_audit, feedback_golden, fb_eval_runs,
-              feedback_active_notes, feedback_review_queue, fb_eval_history FROM PUBLIC;
+              feedback_embedding_slots, feedback_reembed_runs, feedback_active_notes, feedback_review_queue,
+              fb_eval_history, feedback_reembed_progress, feedback_embedding_status FROM PUBLIC;
+REVOKE ALL ON SEQUENCE feedback_notes_id_seq, feedback_audit_id_seq, feedback_golden_id_seq, fb_eval_runs_id_seq,
+              feedback_reembed_runs_id_seq FROM PUBLIC;
 
 -- Readers: retrieval, prompts, duplicates lookup, embeddings, screening and redaction; active notes of their
--- tenants through feedback_active_notes. No right on feedback_notes itself.
-GRANT SELECT ON feedback_active_notes TO feedback_reader;
+-- tenants through feedback_active_notes; which model is active. No right on feedback_notes itself.
+GRANT SELECT ON feedback_active_notes, feedback_embedding_slots TO feedback_reader;
 GRANT EXECUTE ON FUNCTION
-    fb_retrieve(text, text, integer, integer, real, boolean),
+    fb_retrieve(text, text, integer, integer, real, boolean, text),
     fb_build_prompt(text, text, text, integer),
     fb_find_duplicate(text, text),
-    fb_embed(text), fb_embed_query(text), fb_embed_batch(text[], boolean),
+    fb_embed(text), fb_embed_query(text), fb_embed_batch(text[], boolean, text),
     fb_rerank(text, text[]), fb_count_tokens(text),
     fb_embedding_model(), fb_rerank_model(), fb_models(), fb_model_stats(),
-    fb_note_id(text, text, text), fb_document_text(text, text),
+    fb_content_hash(text, text, text, text), fb_document_text(text, text),
     fb_screen(text), fb_redact(text),
-    _fb_embed(text, boolean), _fb_embed_batch(text[], boolean),
-    _fb_candidates(vector, text, integer, text, text, boolean),
+    _fb_embed_with(text, text[], boolean), _fb_model_key(text), _fb_default_model(), _fb_installed_models(),
+    _fb_active_slot(), _fb_active_model(), _fb_slot_of(text), _fb_resolve_model(text), _fb_normalize(text),
+    _fb_vector(feedback_notes, smallint), _fb_vector_model(feedback_notes, smallint),
+    _fb_candidates(vector, text, integer, text, text, boolean, text),
     _fb_rank(real[], timestamptz[], real, boolean, integer),
     _fb_build_prompt(text, text[], text[], integer),
     _fb_my_tenants(), _fb_actor(), _fb_task_type(text)
@@ -65,22 +70,24 @@ GRANT INSERT ON feedback_notes TO feedback_writer;
 GRANT EXECUTE ON FUNCTION
     fb_ingest(text, text, text, text, text, text),
     fb_ingest_batch(fb_note_input[], text),
-    _fb_clean_note(text, text, text, text, text), _fb_cleaned(feedback_notes),
-    _fb_resubmit(feedback_notes),
+    _fb_clean_note(text, text, text, text, text), _fb_cleaned(feedback_notes), _fb_source(text),
+    _fb_resubmit(feedback_notes), _fb_next_note_id(), _fb_pin_model(),
     _fb_ingest_outcomes(text[]),
-    _fb_tenant_allowed(text), _fb_restoring(), _fb_review_mode(), _fb_restore_mode()
+    _fb_tenant_allowed(text), _fb_restoring(text), _fb_review_mode(), _fb_restore_mode(),
+    _fb_on_conflict_do_nothing(oid)
 TO feedback_writer;
 
 -- Reviewers: writers' rights plus the review queue, the lifecycle functions, the audit trail, merges, every note
--- (all statuses), golden questions and evaluation.
+-- (all statuses), golden questions and evaluation, and the embedding status. Re-embedding and switching models
+-- stay with superusers.
 GRANT SELECT ON feedback_notes, feedback_note_merges, feedback_audit, feedback_review_queue, fb_eval_runs,
-                fb_eval_history
+                fb_eval_history, feedback_reembed_runs, feedback_reembed_progress, feedback_embedding_status
    TO feedback_reviewer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON feedback_golden TO feedback_reviewer;
 GRANT USAGE ON SEQUENCE feedback_golden_id_seq, fb_eval_runs_id_seq TO feedback_reviewer;
 GRANT INSERT ON fb_eval_runs TO feedback_reviewer;
 GRANT EXECUTE ON FUNCTION
-    fb_approve(text, text), fb_reject(text, text), fb_deprecate(text, text), fb_restore(text, text),
-    fb_deprecate_stale(interval, text), fb_purge(text, text),
-    fb_eval(integer, boolean), fb_eval_ann(integer, integer)
+    fb_approve(bigint, text), fb_reject(bigint, text), fb_deprecate(bigint, text), fb_restore(bigint, text),
+    fb_deprecate_stale(interval, text), fb_purge(bigint, text), fb_purge_merged(text, text),
+    fb_eval(integer, boolean, text), fb_eval_ann(integer, integer), _fb_reembed_running(integer, timestamptz)
 TO feedback_reviewer;

@@ -30,7 +30,10 @@ impl FbError {
         match self {
             FbError::Model { source, .. } => match source {
                 ModelError::Runtime { .. } => ERRCODE_CONFIG_FILE_ERROR,
-                ModelError::InvalidName { .. } | ModelError::WrongKind { .. } => ERRCODE_INVALID_PARAMETER_VALUE,
+                ModelError::InvalidName { .. } | ModelError::WrongKind { .. } | ModelError::InvalidKey { .. } => {
+                    ERRCODE_INVALID_PARAMETER_VALUE
+                }
+                ModelError::Changed { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 ModelError::NotFound { .. } => ERRCODE_UNDEFINED_FILE,
                 ModelError::Manifest { .. } => ERRCODE_CONFIG_FILE_ERROR,
                 ModelError::Checksum { .. } => ERRCODE_DATA_CORRUPTED,
@@ -59,6 +62,14 @@ impl FbError {
                 ModelError::WrongDimensions { .. } => {
                     format!("Set {setting} to a model that produces {}-wide vectors.", crate::gucs::DIMENSIONS)
                 }
+                ModelError::InvalidKey { .. } => {
+                    "Name a model by its folder (see fb_models()) or by its key name@sha256 (fb_embedding_model())."
+                        .into()
+                }
+                ModelError::Changed { .. } => "The files under the pinned model's name were replaced. Reinstall the \
+                    pinned version, or re-embed the notes with the installed one: CALL fb_reembed('<name>') then \
+                    SELECT fb_switch_model('<name>') (superuser)."
+                    .into(),
                 ModelError::Tokenizer { .. } | ModelError::Inference { .. } => {
                     format!(
                         "Check that the model named by {setting} is a BERT-style ONNX export with its tokenizer.json."

@@ -4,6 +4,7 @@
 
 use pgrx::prelude::*;
 
+mod compat;
 mod embed;
 mod error;
 mod guard;
@@ -16,26 +17,36 @@ mod retrieve;
 
 ::pgrx::pg_module_magic!(name, version);
 
-// The SQL API, after the Rust functions it wraps; retrieve.sql builds on notes.sql.
+// The SQL API, after the Rust functions it wraps, in dependency order.
+extension_sql_file!("../sql/actors.sql", name = "actors", requires = [notes::_fb_restore_mode]);
+extension_sql_file!(
+    "../sql/models.sql",
+    name = "models",
+    requires = [
+        "actors",
+        embed::_fb_embed_with,
+        embed::_fb_model_key,
+        embed::_fb_default_model,
+        embed::_fb_installed_models,
+        embed::fb_count_tokens,
+        embed::fb_model_stats,
+        notes::fb_content_hash,
+        notes::fb_document_text,
+        notes::_fb_normalize,
+        rerank::fb_rerank,
+    ]
+);
 extension_sql_file!(
     "../sql/notes.sql",
     name = "notes",
     requires = [
-        embed::_fb_embed,
-        embed::_fb_embed_batch,
-        embed::fb_embedding_model,
-        embed::fb_count_tokens,
-        embed::fb_models,
-        embed::fb_model_stats,
-        notes::fb_note_id,
-        notes::fb_document_text,
+        "models",
         notes::_fb_clean_note,
         notes::_fb_review_mode,
-        notes::_fb_restore_mode,
         notes::_fb_task_type,
+        notes::conflict::_fb_on_conflict_do_nothing,
         guard::fb_screen,
         guard::fb_redact,
-        rerank::fb_rerank,
     ]
 );
 extension_sql_file!("../sql/review.sql", name = "review", requires = ["notes"]);
@@ -45,6 +56,7 @@ extension_sql_file!(
     requires = ["notes", embed::fb_rerank_model, retrieve::_fb_rank, prompt::_fb_build_prompt]
 );
 extension_sql_file!("../sql/eval.sql", name = "eval", requires = ["retrieve"]);
+extension_sql_file!("../sql/reembed.sql", name = "reembed", requires = ["eval", "review"]);
 // Roles and privileges, once every object exists.
 extension_sql_file!("../sql/security.sql", name = "security", finalize);
 

@@ -1,37 +1,40 @@
 //! Embedding in SQL. The public functions (`fb_embed`, `fb_embed_query`, `fb_embed_batch`) are SQL wrappers in
-//! `sql/notes.sql` that cast these `real[]` results to `vector(384)`.
+//! `sql/notes.sql` over `_fb_embed_with`, which embeds with a pinned model key (`name@sha256`): the database's
+//! active model (`feedback_embedding_slots`), or the one `fb_reembed` moves to.
 
-use feedback_core::model::{Manifest, TextRole};
+use std::path::PathBuf;
+
+use feedback_core::model::{model_key, Manifest, ModelKind, TextRole};
 use pgrx::prelude::*;
 
 use crate::{gucs, host};
 
-fn role(query: bool) -> TextRole {
-    if query {
-        TextRole::Query
-    } else {
-        TextRole::Document
-    }
-}
-
-/// One text's embedding (queries through the backend's cache). STABLE, not IMMUTABLE: the result depends on
-/// the configured model.
+/// Embeddings of many texts with the pinned model `model` (`name@sha256`) in batched model runs, one row per
+/// input in input order (NULL for a NULL input). Refuses when the installed files are not the pinned model's.
+/// Queries of one text go through the backend's query cache.
 #[pg_extern(stable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
-fn _fb_embed(text: &str, query: bool) -> Vec<f32> {
-    if query {
-        host::embed_query(text)
-    } else {
-        host::embed(&[text], TextRole::Document).pop().unwrap_or_default()
-    }
-}
-
-/// Embeddings of many texts in batched model runs, one row per input in input order (NULL for a NULL input).
-#[pg_extern(stable, strict, parallel_safe)]
-#[search_path(pg_catalog, @extschema@, pg_temp)]
-fn _fb_embed_batch(texts: Array<&str>, query: bool) -> SetOfIterator<'static, Option<Vec<f32>>> {
+fn _fb_embed_with(model: &str, texts: Array<&str>, query: bool) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let inputs: Vec<Option<&str>> = texts.iter().collect();
-    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(present, role(query))))
+    if query && inputs.len() == 1 {
+        return SetOfIterator::new(vec![inputs[0].map(|t| host::embed_query(model, t))]);
+    }
+    let role = if query { TextRole::Query } else { TextRole::Document };
+    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed_pinned(model, present, role)))
+}
+
+/// The key (`name@sha256` of its weights) of the installed embedding model `name`.
+#[pg_extern(stable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_model_key(name: &str) -> String {
+    host::model_key(name)
+}
+
+/// The key of the model `pg_feedback.embedding_model` names: the one a database pins with its first note.
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_default_model() -> String {
+    host::model_key(&gucs::embedding_model())
 }
 
 /// The configured cross-encoder's name; empty when reranking is not configured.
@@ -39,13 +42,6 @@ fn _fb_embed_batch(texts: Array<&str>, query: bool) -> SetOfIterator<'static, Op
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_rerank_model() -> String {
     gucs::rerank_model()
-}
-
-/// The configured embedding model's name, as recorded on the notes it embeds.
-#[pg_extern(stable, parallel_safe)]
-#[search_path(pg_catalog, @extschema@, pg_temp)]
-fn fb_embedding_model() -> String {
-    gucs::embedding_model()
 }
 
 /// Number of tokens the embedding model's tokenizer makes of a text (special tokens excluded, no truncation).
@@ -56,11 +52,27 @@ fn fb_count_tokens(text: &str) -> i32 {
     host::count_tokens(text) as i32
 }
 
+/// The model folders in `pg_feedback.model_dir` with a readable manifest, sorted by name.
+pub fn installed() -> Vec<(String, Manifest)> {
+    let dir = gucs::host_config().model_dir;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let folder = path.file_name()?.to_string_lossy().into_owned();
+            Manifest::read(&path).ok().map(|m| (folder, m))
+        })
+        .collect()
+}
+
 /// The models installed in `pg_feedback.model_dir`, read from their manifests (checksums are verified on load,
-/// not here).
+/// not here), with the key an embedding model is pinned by.
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
-fn fb_models() -> TableIterator<
+fn _fb_installed_models() -> TableIterator<
     'static,
     (
         name!(name, String),
@@ -69,29 +81,28 @@ fn fb_models() -> TableIterator<
         name!(pooling, Option<String>),
         name!(query_prefix, String),
         name!(max_tokens, i32),
+        name!(sha256, String),
+        name!(key, Option<String>),
         name!(source, String),
     ),
 > {
-    let dir = gucs::host_config().model_dir;
-    let mut rows = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
-        paths.sort();
-        for path in paths {
-            if let Ok(m) = Manifest::read(&path) {
-                let folder = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                rows.push((
-                    folder,
-                    m.kind.as_str().to_string(),
-                    m.dimensions as i32,
-                    m.pooling.map(|p| p.as_str().to_string()),
-                    m.query_prefix,
-                    m.max_tokens as i32,
-                    m.source,
-                ));
-            }
-        }
-    }
+    let rows: Vec<_> = installed()
+        .into_iter()
+        .map(|(folder, m)| {
+            let key = (m.kind == ModelKind::Embedding).then(|| model_key(&folder, &m));
+            (
+                folder,
+                m.kind.as_str().to_string(),
+                m.dimensions as i32,
+                m.pooling.map(|p| p.as_str().to_string()),
+                m.query_prefix.clone(),
+                m.max_tokens as i32,
+                m.files.get(&m.onnx).cloned().unwrap_or_default(),
+                key,
+                m.source,
+            )
+        })
+        .collect();
     TableIterator::new(rows)
 }
 

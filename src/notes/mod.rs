@@ -7,6 +7,8 @@ use pgrx::JsonB;
 use crate::error::FbError;
 use crate::gucs;
 
+pub mod conflict;
+
 /// Refuses a text larger than `pg_feedback.max_input_bytes` before any tokenizer or regex sees it.
 pub fn check_size(what: &str, text: &str) {
     let limit = gucs::max_input_bytes();
@@ -35,11 +37,26 @@ fn _fb_restore_mode() -> bool {
     gucs::restore_mode()
 }
 
-/// The content-hashed id of a shared note (see `feedback_core::note` for the normalisation).
+/// A note's content hash (see `feedback_core::note` for the normalisation): what makes a re-submission of the
+/// same correction find the stored note. `tenant` NULL: a shared note.
+#[pg_extern(immutable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn fb_content_hash(
+    task_type: Option<&str>,
+    lesson: Option<&str>,
+    correction: Option<&str>,
+    tenant: default!(Option<&str>, "NULL"),
+) -> Option<String> {
+    let tenant = tenant.map(note::normalize_text).filter(|t| !t.is_empty());
+    Some(note::note_id_for(tenant.as_deref(), task_type?, lesson?, correction?))
+}
+
+/// Text as notes store names and short fields: Unicode whitespace and control characters trimmed, inner runs
+/// collapsed to one space. The one normalisation SQL uses (instead of btrim, which trims spaces only).
 #[pg_extern(immutable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
-fn fb_note_id(task_type: &str, lesson: &str, correction: &str) -> String {
-    note::note_id(task_type, lesson, correction)
+fn _fb_normalize(text: &str) -> String {
+    note::normalize_text(text)
 }
 
 /// The text a note is embedded from: `"task_type: lesson"`, normalised.
@@ -68,7 +85,7 @@ fn _fb_clean_note(
         name!(wrong_answer, String),
         name!(correction, String),
         name!(lesson, String),
-        name!(id, String),
+        name!(content_hash, String),
         name!(redactions, Vec<String>),
         name!(screening, JsonB),
         name!(tenant, Option<String>),
@@ -118,9 +135,17 @@ fn _fb_clean_note(
 }
 
 /// A task_type as notes store it: whitespace trimmed and collapsed (Unicode, control characters too), lower case
-/// independent of the collation. The one normalisation every lookup by task_type uses.
+/// independent of the collation. The one normalisation every lookup by task_type uses; a blank one is refused.
 #[pg_extern(immutable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_task_type(task_type: &str) -> String {
-    note::normalize_task_type(task_type)
+    let normalized = note::normalize_task_type(task_type);
+    if normalized.is_empty() {
+        FbError::invalid_argument(
+            "task_type is blank",
+            "Name the kind of task, e.g. sql_injection_scan: whitespace and control characters alone are no task_type.",
+        )
+        .report();
+    }
+    normalized
 }

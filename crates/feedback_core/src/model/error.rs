@@ -32,6 +32,12 @@ pub enum ModelError {
     #[error("could not load tokenizer of model \"{name}\": {reason}")]
     Tokenizer { name: String, reason: String },
 
+    #[error("\"{key}\" is not a pinned model key (name@sha256)")]
+    InvalidKey { key: String },
+
+    #[error("the installed model is not the pinned one: pinned {pinned}, installed {installed}")]
+    Changed { pinned: String, installed: String },
+
     #[error("inference failed in model \"{name}\": {reason}")]
     Inference { name: String, reason: String },
 }

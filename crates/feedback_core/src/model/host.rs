@@ -189,14 +189,20 @@ impl ModelHost for LocalHost {
 }
 
 /// A model name is the name of a folder inside the model directory, nothing more.
-fn key(cfg: &HostConfig, model: &str, cpu_arena: bool) -> Result<Key> {
+pub(crate) fn validate_name(model: &str) -> Result<()> {
     let valid = !model.is_empty()
         && model != "."
         && model != ".."
         && model.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if !valid {
-        return Err(ModelError::InvalidName { name: model.to_string() });
+    if valid {
+        Ok(())
+    } else {
+        Err(ModelError::InvalidName { name: model.to_string() })
     }
+}
+
+fn key(cfg: &HostConfig, model: &str, cpu_arena: bool) -> Result<Key> {
+    validate_name(model)?;
     let options = SessionOptions { intra_threads: cfg.intra_threads.max(1), cpu_arena };
     Ok(Key { dir: cfg.model_dir.join(model), options })
 }
