@@ -3,7 +3,8 @@
 #   1. plain `cargo test` of the Postgres-free core (real models, reference vectors from Python onnxruntime)
 #   2. `cargo pgrx test`: #[pg_test]s inside a real Postgres 18 + pgvector
 #   3. end to end through real clients against a freshly started server: pg_regress (psql), expected output
-#      (including error text) compared line by line; and concurrent sessions (psycopg)
+#      (including error text) compared line by line; concurrent sessions, roles, and the survival of notes
+#      through ALTER EXTENSION UPDATE from 0.1.0, pg_dump/restore and re-embedding (psycopg, pg_dump, pg_restore)
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 bash "$ROOT/scripts/setup.sh"
@@ -47,13 +48,13 @@ if [ "$regress_status" -ne 0 ] && [ -f "$RUN/regress/regression.diffs" ]; then
     cat "$RUN/regress/regression.diffs"
 fi
 e2e_status=0
-for script in concurrent_ingest guard; do
+for script in concurrent_ingest guard survive; do
     log "end-to-end: tests/e2e/$script.py through real sessions (psycopg)"
     "$VENV/bin/python" "$ROOT/tests/e2e/$script.py" "$e2e_port" "$(pg_install)/bin" | tee "$RUN/$script.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || e2e_status=1
 done
 set -e
-logs=("$RUN/concurrent_ingest.log" "$RUN/guard.log")
+logs=("$RUN/concurrent_ingest.log" "$RUN/guard.log" "$RUN/survive.log")
 total=$(( $(echo "$tests" | wc -w) + $(cat "${logs[@]}" | grep -c '^\(not \)\?ok - ' || true) ))
 passed=$(( $(grep -c '^ok ' "$RUN/regress.log" || true) + $(cat "${logs[@]}" | grep -c '^ok - ' || true) ))
 echo "e2e: $passed passed, $((total - passed)) failed"

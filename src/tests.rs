@@ -67,9 +67,18 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM feedback_notes"), 300);
         assert!(one::<bool>(
             "SELECT bool_and(abs(vector_norm(embedding) - 1) < 1e-4 AND vector_dims(embedding) = 384
-                             AND embedding_model = 'bge-small-en-v1.5')
+                             AND embedding_model = fb_embedding_model())
                FROM feedback_notes"
         ));
+        // The key pins the model by the sha256 of its weights, and the first note pinned it in slot 1.
+        assert!(one::<bool>("SELECT fb_embedding_model() ~ '^bge-small-en-v1\\.5@[0-9a-f]{64}$'"));
+        assert_eq!(
+            one::<String>(
+                "SELECT string_agg(format('%s %s %s', slot, model = fb_embedding_model(), active), ',')
+                             FROM feedback_embedding_slots"
+            ),
+            "1 t t"
+        );
         run("INSERT INTO feedback_notes (task_type, correction, lesson)
              SELECT 'PERF_REVIEW ', 'correction  ' || g, ' Lesson ' || g || ':   cache the prepared plan'
                FROM generate_series(1, 300) g");
@@ -80,17 +89,21 @@ mod tests {
     #[pg_test]
     fn ingest_inserts_then_updates() {
         let first = one::<String>(
-            "SELECT action FROM fb_ingest('sql_injection_scan', 'looks safe', 'Use $1 placeholders',
+            "SELECT action || ' ' || id FROM fb_ingest('sql_injection_scan', 'looks safe', 'Use $1 placeholders',
                                           'Concatenated SQL is injectable even when the input looks numeric.')",
         );
-        assert_eq!(first, "inserted");
+        let id = one::<i64>("SELECT id FROM feedback_notes");
+        assert_eq!(first, format!("inserted {id}"));
+        assert_eq!(
+            one::<String>("SELECT content_hash FROM feedback_notes"),
+            one::<String>(
+                "SELECT fb_content_hash('sql_injection_scan', 'Concatenated SQL is injectable even when the input looks numeric.',
+                                        'Use $1 placeholders')"
+            )
+        );
         let again = one::<String>(
             "SELECT action || ' ' || id FROM fb_ingest(' SQL_Injection_Scan', 'still safe?', 'Use $1  placeholders',
                                           'Concatenated SQL is injectable even when the input looks numeric.', 'import')",
-        );
-        let id = one::<String>(
-            "SELECT fb_note_id('sql_injection_scan', 'Concatenated SQL is injectable even when the input looks numeric.',
-                               'Use $1 placeholders')",
         );
         assert_eq!(again, format!("updated {id}"));
         assert_eq!(
@@ -110,22 +123,45 @@ mod tests {
              ]::fb_note_input[])",
         );
         assert_eq!(actions, "updated,inserted,updated");
+        // The same note in a batch reports the same id; the ids are those of the stored rows.
+        assert_eq!(
+            one::<String>(
+                "SELECT string_agg(b.action || ':' || (b.id = f.id), ',' ORDER BY b.ord)
+                   FROM fb_ingest_batch(ARRAY[
+                        ROW('license_check', '', 'GPL-3.0 is copyleft', 'GPL code cannot ship in a closed binary.', NULL),
+                        ROW('secrets_scan', '', 'Rotate the key', 'A committed key is leaked even if deleted later.', NULL)
+                        ]::fb_note_input[]) WITH ORDINALITY AS b(id, action, ord)
+                   JOIN feedback_notes f ON f.task_type = CASE b.ord WHEN 1 THEN 'license_check' ELSE 'secrets_scan' END"
+            ),
+            "updated:true,updated:true"
+        );
         assert_eq!(one::<i64>("SELECT count(*) FROM feedback_notes WHERE embedding IS NOT NULL"), 2);
     }
 
     #[pg_test]
     fn editing_the_lesson_rehashes_and_reembeds() {
-        run("SELECT fb_ingest('null_safety_review', '', 'Check for null', 'Map.get may return null.')");
-        let before = one::<String>("SELECT id || embedding::text FROM feedback_notes");
-        run("UPDATE feedback_notes SET lesson = 'Map.get returns null for a missing key.'");
-        let after = one::<String>("SELECT id FROM feedback_notes");
+        let id = one::<i64>(
+            "SELECT id FROM fb_ingest('null_safety_review', '', 'Check for null', 'Map.get may return null.')",
+        );
+        let (hash_before, vec_before) = (
+            one::<String>("SELECT content_hash FROM feedback_notes"),
+            one::<String>("SELECT embedding::text FROM feedback_notes"),
+        );
         assert_eq!(
-            after,
+            hash_before,
+            one::<String>("SELECT fb_content_hash('null_safety_review', 'Map.get may return null.', 'Check for null')")
+        );
+        run("UPDATE feedback_notes SET lesson = 'Map.get returns null for a missing key.'");
+        // The id never changes; the content hash follows the new text.
+        assert_eq!(one::<i64>("SELECT id FROM feedback_notes"), id);
+        assert_eq!(
+            one::<String>("SELECT content_hash FROM feedback_notes"),
             one::<String>(
-                "SELECT fb_note_id('null_safety_review', 'Map.get returns null for a missing key.', 'Check for null')"
+                "SELECT fb_content_hash('null_safety_review', 'Map.get returns null for a missing key.', 'Check for null')"
             )
         );
-        assert_ne!(before, one::<String>("SELECT id || embedding::text FROM feedback_notes"));
+        assert_ne!(vec_before, one::<String>("SELECT embedding::text FROM feedback_notes"));
+        assert!(one::<bool>("SELECT embedding_model = fb_embedding_model() FROM feedback_notes"));
         let d = one::<f64>(
             "SELECT embedding <=> fb_embed('null_safety_review: Map.get returns null for a missing key.') FROM feedback_notes",
         );
@@ -134,9 +170,9 @@ mod tests {
 
     #[pg_test]
     fn deprecate_is_a_soft_delete() {
-        let id = one::<String>("SELECT id FROM fb_ingest('perf_review', '', 'Batch it', 'Avoid N+1 queries.')");
-        assert!(one::<bool>(&format!("SELECT fb_deprecate('{id}')")));
-        assert!(!one::<bool>(&format!("SELECT fb_deprecate('{id}')")));
+        let id = one::<i64>("SELECT id FROM fb_ingest('perf_review', '', 'Batch it', 'Avoid N+1 queries.')");
+        assert!(one::<bool>(&format!("SELECT fb_deprecate({id})")));
+        assert!(!one::<bool>(&format!("SELECT fb_deprecate({id})")));
         assert_eq!(one::<String>("SELECT status FROM feedback_notes"), "deprecated");
     }
 
@@ -144,6 +180,12 @@ mod tests {
     fn notes_table_is_dumped_with_the_extension() {
         assert!(one::<bool>(
             "SELECT 'feedback_notes'::regclass = ANY (extconfig) FROM pg_extension WHERE extname = 'pg_feedback'"
+        ));
+        // The ids come from a sequence and the pinned model from a table: both must come back with the notes.
+        assert!(one::<bool>(
+            "SELECT 'feedback_notes_id_seq'::regclass = ANY (extconfig)
+                    AND 'feedback_embedding_slots'::regclass = ANY (extconfig)
+               FROM pg_extension WHERE extname = 'pg_feedback'"
         ));
     }
 
@@ -189,7 +231,8 @@ mod tests {
         assert_eq!(ctx, "pg_feedback.model_dir=superuser,pg_feedback.onnxruntime_library=superuser");
     }
 
-    /// Notes with given vectors (the restore path: embedding + embedding_model are kept), no model run.
+    /// Notes with given vectors of the active model's key (the restore path: embedding + embedding_model are
+    /// kept), no model run.
     fn synthetic_notes(task_type: &str, n: i32, seed: f64) {
         run(&format!(
             "SELECT setseed({seed});
@@ -197,7 +240,7 @@ mod tests {
              INSERT INTO feedback_notes (task_type, correction, lesson, embedding, embedding_model)
              SELECT '{task_type}', 'correction ' || g, '{task_type} lesson ' || g,
                     (SELECT array_agg(random() - 0.5) FROM generate_series(1, 384) d WHERE g > 0)::real[]::vector,
-                    'synthetic'
+                    fb_embedding_model()
                FROM generate_series(1, {n}) g;
              RESET pg_feedback.restore_mode"
         ));
@@ -211,13 +254,16 @@ mod tests {
         run("SET pg_feedback.exact_scan_limit = 0"); // force the HNSW path
         run("SET enable_seqscan = off");
         let q = "(SELECT embedding FROM feedback_notes WHERE task_type = 'common' LIMIT 1)";
+        assert_eq!(
+            one::<i64>("SELECT count(*) FROM feedback_notes WHERE embedding_model = fb_embedding_model()"),
+            2000
+        );
         assert_eq!(one::<i64>(&format!("SELECT count(*) FROM _fb_candidates({q}, 'rare', 20)")), 20);
         // Against exact search (the same function with the exact path).
-        let ann =
-            one::<Vec<String>>(&format!("SELECT array_agg(id ORDER BY id) FROM _fb_candidates({q}, 'common', 20)"));
+        let ann = one::<Vec<i64>>(&format!("SELECT array_agg(id ORDER BY id) FROM _fb_candidates({q}, 'common', 20)"));
         run("SET pg_feedback.exact_scan_limit = 100000");
         let exact =
-            one::<Vec<String>>(&format!("SELECT array_agg(id ORDER BY id) FROM _fb_candidates({q}, 'common', 20)"));
+            one::<Vec<i64>>(&format!("SELECT array_agg(id ORDER BY id) FROM _fb_candidates({q}, 'common', 20)"));
         let found = ann.iter().filter(|id| exact.contains(id)).count();
         assert!(found >= 19, "recall {found}/20");
         assert_eq!(one::<i64>(&format!("SELECT count(*) FROM _fb_candidates({q}, 'rare', 20)")), 20);
@@ -264,9 +310,9 @@ mod tests {
 
     #[pg_test]
     fn near_duplicates_merge_into_the_existing_note() {
-        let first = one::<String>("SELECT id FROM fb_ingest('secrets_scan', '', 'Rotate the key', 'A secret deleted in a later commit is still leaked: rotate it.')");
+        let first = one::<i64>("SELECT id FROM fb_ingest('secrets_scan', '', 'Rotate the key', 'A secret deleted in a later commit is still leaked: rotate it.')");
         let (dup_id, dup_sim) = (
-            one::<String>("SELECT id FROM fb_find_duplicate('secrets_scan', 'A secret removed in a later commit is still leaked; rotate it.')"),
+            one::<i64>("SELECT id FROM fb_find_duplicate('secrets_scan', 'A secret removed in a later commit is still leaked; rotate it.')"),
             one::<f32>("SELECT similarity FROM fb_find_duplicate('secrets_scan', 'A secret removed in a later commit is still leaked; rotate it.')"),
         );
         assert_eq!(dup_id, first);
@@ -279,7 +325,11 @@ mod tests {
             one::<String>("SELECT format('%s %s %s', count(*), max(report_count), max(source)) FROM feedback_notes"),
             "1 2 import"
         );
-        assert_eq!(one::<String>("SELECT into_id FROM feedback_note_merges"), first);
+        assert_eq!(one::<i64>("SELECT into_id FROM feedback_note_merges"), first);
+        assert_eq!(
+            one::<String>("SELECT merged_hash FROM feedback_note_merges"),
+            one::<String>("SELECT fb_content_hash('secrets_scan', 'A secret removed in a later commit is still leaked; rotate it.', 'Rotate it now')")
+        );
         // Another task_type is never merged into.
         assert_eq!(
             one::<String>("SELECT action FROM fb_ingest('license_check', '', 'Rotate it now', 'A secret removed in a later commit is still leaked; rotate it.')"),
@@ -344,5 +394,175 @@ mod tests {
         };
         let full = block(800);
         assert!(block(full - 1) <= full - 1);
+    }
+
+    #[pg_test]
+    fn edit_of_merged_note_keeps_its_id_and_merges() {
+        let first = one::<i64>(
+            "SELECT id FROM fb_ingest('secrets_scan', '', 'Rotate the key', 'A secret deleted in a later commit is still leaked: rotate it.')",
+        );
+        assert_eq!(
+            one::<String>(
+                "SELECT action || ' ' || id FROM fb_ingest('secrets_scan', '', 'Rotate it now', 'A secret removed in a later commit is still leaked; rotate it.')"
+            ),
+            format!("merged {first}")
+        );
+        assert_eq!(
+            one::<String>("SELECT format('%s %s', count(*), max(into_id)) FROM feedback_note_merges"),
+            format!("1 {first}")
+        );
+        let (hash_before, vec_before) = (
+            one::<String>(&format!("SELECT content_hash FROM feedback_notes WHERE id = {first}")),
+            one::<String>(&format!("SELECT embedding::text FROM feedback_notes WHERE id = {first}")),
+        );
+        // As the test's superuser (only the owner and superusers may edit notes).
+        assert!(one::<bool>("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"));
+        run(&format!(
+            "UPDATE feedback_notes SET lesson = 'A leaked secret stays leaked after it is deleted from the repository: rotate it.'
+              WHERE id = {first}"
+        ));
+        assert_eq!(
+            one::<String>("SELECT format('%s %s', count(*), max(id)) FROM feedback_notes"),
+            format!("1 {first}")
+        );
+        let hash_after = one::<String>(&format!("SELECT content_hash FROM feedback_notes WHERE id = {first}"));
+        assert_ne!(hash_after, hash_before);
+        assert_eq!(
+            hash_after,
+            one::<String>(
+                "SELECT fb_content_hash('secrets_scan', 'A leaked secret stays leaked after it is deleted from the repository: rotate it.', 'Rotate the key')"
+            )
+        );
+        // The merge record still points at the (unchanged) id, with the merged report's own hash.
+        assert_eq!(
+            one::<String>(
+                "SELECT format('%s %s %s', count(*), max(into_id),
+                               max(merged_hash) = fb_content_hash('secrets_scan', 'A secret removed in a later commit is still leaked; rotate it.', 'Rotate it now'))
+                   FROM feedback_note_merges"
+            ),
+            format!("1 {first} t")
+        );
+        assert_eq!(one::<i32>(&format!("SELECT report_count FROM feedback_notes WHERE id = {first}")), 2);
+        // Re-embedded from the new text with the active model.
+        assert_ne!(
+            vec_before,
+            one::<String>(&format!("SELECT embedding::text FROM feedback_notes WHERE id = {first}"))
+        );
+        let d = one::<f64>(&format!(
+            "SELECT embedding <=> fb_embed('secrets_scan: A leaked secret stays leaked after it is deleted from the repository: rotate it.')
+               FROM feedback_notes WHERE id = {first} AND embedding_model = fb_embedding_model()"
+        ));
+        assert!(d < 1e-6, "{d}");
+    }
+
+    #[pg_test]
+    fn vectors_of_another_model_are_invisible() {
+        let first = one::<i64>(
+            "SELECT id FROM fb_ingest('perf_review', '', 'Use count()', 'Count in the database, not by loading rows.')",
+        );
+        let other = "'other-model@' || repeat('0', 64)";
+        // A superuser's row that carries its content_hash is a restore: kept as sent, vector and model key too.
+        run(&format!(
+            "INSERT INTO feedback_notes (content_hash, task_type, correction, lesson, embedding, embedding_model)
+             SELECT fb_content_hash('perf_review', 'Counting rows one by one in the application is slow.', 'Use SELECT count(*)'),
+                    'perf_review', 'Use SELECT count(*)', 'Counting rows one by one in the application is slow.',
+                    embedding, {other}
+               FROM feedback_notes WHERE id = {first}"
+        ));
+        assert_eq!(
+            one::<String>(&format!(
+                "SELECT format('%s %s %s', count(*), bool_and(status = 'active'),
+                               bool_and(embedding = (SELECT embedding FROM feedback_notes WHERE id = {first})))
+                   FROM feedback_notes WHERE id <> {first} AND embedding_model = {other}"
+            )),
+            "1 t t"
+        );
+        let q = "'counting rows by loading them all is slow'";
+        for args in ["", ", rerank => false, min_score => -1"] {
+            assert_eq!(
+                one::<Vec<i64>>(&format!(
+                    "SELECT array_agg(id ORDER BY rank) FROM fb_retrieve({q}, 'perf_review', 20, 20{args})"
+                )),
+                vec![first],
+                "{args}"
+            );
+        }
+        let v = format!("(SELECT embedding FROM feedback_notes WHERE id = {first})");
+        for mode in ["auto", "exact", "ann"] {
+            assert_eq!(
+                one::<Vec<i64>>(&format!("SELECT array_agg(id) FROM _fb_candidates({v}, 'perf_review', 20, '{mode}')")),
+                vec![first],
+                "{mode}"
+            );
+        }
+        // Asked for by key, the model no slot holds has no candidates; the active key, named, is the default.
+        assert_eq!(
+            one::<i64>(&format!(
+                "SELECT count(*) FROM _fb_candidates({v}, 'perf_review', 20, 'auto', NULL, false, {other})"
+            )),
+            0
+        );
+        assert_eq!(
+            one::<Vec<i64>>(&format!(
+                "SELECT array_agg(id) FROM fb_retrieve({q}, 'perf_review', 20, 20, model => fb_embedding_model())"
+            )),
+            vec![first]
+        );
+        assert_eq!(
+            one::<i64>("SELECT id FROM fb_find_duplicate('perf_review', 'Counting rows one by one in the application is slow.')"),
+            first
+        );
+        assert_eq!(
+            one::<String>(&format!(
+                "SELECT string_agg(format('%s %s %s %s %s', model = fb_embedding_model(), model = {other}, coalesce(slot, 0),
+                                          state, notes_embedded), ',' ORDER BY state)
+                   FROM feedback_embedding_status"
+            )),
+            "t f 1 active 1,f t 0 unassigned 1"
+        );
+    }
+
+    #[pg_test]
+    fn resubmitted_deprecated_note_stays_deprecated() {
+        let id = one::<i64>("SELECT id FROM fb_ingest('perf_review', '', 'Batch it', 'Avoid N+1 queries.')");
+        assert!(one::<bool>(&format!("SELECT fb_deprecate({id})")));
+        assert_eq!(
+            one::<String>("SELECT action || ' ' || id FROM fb_ingest('perf_review', 'slow loop', 'Batch it', 'Avoid N+1 queries.')"),
+            format!("deprecated {id}")
+        );
+        assert_eq!(
+            one::<String>(
+                "SELECT format('%s %s %s %s', count(*), max(id), max(status), max(report_count)) FROM feedback_notes"
+            ),
+            format!("1 {id} deprecated 2")
+        );
+        assert_eq!(
+            one::<i64>(
+                "SELECT count(*) FROM fb_retrieve('one query per row in a loop', 'perf_review', min_score => -100)"
+            ),
+            0
+        );
+    }
+
+    #[pg_test]
+    fn content_hash_normalises_task_type_and_whitespace() {
+        let h = one::<String>(r"SELECT fb_content_hash(E' Perf_Review\n', 'Avoid  N+1 queries.', 'Batch it')");
+        assert_eq!(h, one::<String>("SELECT fb_content_hash('perf_review', 'Avoid N+1 queries.', 'Batch it')"));
+        assert_eq!(h.len(), 64);
+        assert_ne!(h, one::<String>("SELECT fb_content_hash('perf_review', 'Avoid N+1 queries', 'Batch it')"));
+        let id = one::<i64>(r"SELECT id FROM fb_ingest(E'perf_review\n', '', 'Batch it', 'Avoid  N+1 queries.')");
+        assert_eq!(
+            one::<String>("SELECT task_type || ' ' || content_hash FROM feedback_notes"),
+            format!("perf_review {h}")
+        );
+        assert_eq!(
+            one::<i64>("SELECT id FROM fb_retrieve('The loop runs one SQL query per row (N+1 queries): is that slow?', 'perf_review')"),
+            id
+        );
+    }
+
+    #[pg_test(error = "task_type is blank")]
+    fn blank_task_type_is_refused() {
+        run(r"SELECT * FROM fb_retrieve('q', E' \t\n')");
     }
 }

@@ -24,7 +24,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 READER, WRITER, REVIEWER = "fb_t_reader", "fb_t_writer", "fb_t_reviewer"
 ALICE, BOB = "fb_t_alice", "fb_t_bob"          # writers of tenants fb_t_team_a and fb_t_team_b
 TEAM_A, TEAM_B = "fb_t_team_a", "fb_t_team_b"
-MODEL = "bge-small-en-v1.5"
+MODEL = None   # the key (name@sha256) of bge-small-en-v1.5, read from fb_models() in main()
 
 
 def connect(user="postgres", autocommit=True):
@@ -93,13 +93,13 @@ def test_writer_ingests_by_insert_copy_and_fb_ingest_and_forged_fields_are_ignor
 def test_writer_cannot_update_delete_or_change_write_settings():
     with connect(WRITER) as w:   # before the library is loaded, Postgres keeps a placeholder and drops it at load
         w.execute("SET pg_feedback.dup_threshold = 0")
-        w.execute("SELECT fb_embedding_model()")
+        w.execute("SELECT fb_rerank_model()")        # a function of the library: loading it drops the placeholder
         assert one(w, "SHOW pg_feedback.dup_threshold") == "0.92"
     with connect(WRITER) as w:
-        w.execute("SELECT fb_embedding_model()")   # the library is loaded: its settings are defined
+        w.execute("SELECT fb_rerank_model()")   # the library is loaded: its settings are defined
         for sql in ["UPDATE feedback_notes SET status = 'active'",
                     "DELETE FROM feedback_notes",
-                    "UPDATE feedback_note_merges SET into_id = 'x'",
+                    "UPDATE feedback_note_merges SET into_id = 0",
                     "DELETE FROM feedback_audit",
                     "TRUNCATE feedback_notes",
                     "SELECT lesson FROM feedback_notes",
@@ -108,9 +108,9 @@ def test_writer_cannot_update_delete_or_change_write_settings():
                     "SELECT * FROM feedback_dedup_locks",
                     "SELECT * FROM feedback_review_queue",
                     "SELECT * FROM feedback_audit",
-                    "SELECT fb_deprecate('x')",
-                    "SELECT fb_approve('x')",
-                    "SELECT _fb_merge_near_duplicates(ARRAY['x'])",
+                    "SELECT fb_deprecate(1)",
+                    "SELECT fb_approve(1)",
+                    "SELECT _fb_merge_near_duplicates(ARRAY[1::bigint])",
                     "SET pg_feedback.dup_threshold = 0",
                     "SET pg_feedback.embedding_model = 'all-MiniLM-L6-v2'",
                     "SET pg_feedback.review = 'off'",
@@ -184,22 +184,24 @@ def test_review_all_holds_every_new_note():
 
 
 def test_restore_mode_is_honoured_only_for_superusers_and_reviewers():
-    forged = ("INSERT INTO feedback_notes (id, task_type, correction, lesson, embedding, embedding_model, created_at,"
-              " report_count, status) VALUES (%s, 'restore_t', %s, %s, array_fill(0.05, ARRAY[384])::vector,"
-              " 'kept-model', '2001-01-01', 7, 'deprecated')")
+    forged = ("INSERT INTO feedback_notes (id, content_hash, task_type, correction, lesson, embedding, embedding_model,"
+              " created_at, report_count, status) VALUES (%s, %s, 'restore_t', %s, %s,"
+              " array_fill(0.05, ARRAY[384])::vector, 'kept-model', '2001-01-01', 7, 'deprecated')")
     with connect(WRITER) as w:
         w.execute("SET pg_feedback.restore_mode = on")
-        w.execute(forged, ("forged-id", "Writer correction.", "Writer lesson about restores."))
+        w.execute(forged, (900001, "forged-hash", "Writer correction.", "Writer lesson about restores."))
     with connect() as su:
-        su.execute("SET pg_feedback.restore_mode = on")
-        su.execute(forged, ("restored-id", "Dumped correction.", "Dumped lesson about restores."))
+        # A row that carries its content_hash, from a superuser, is a restore even without restore_mode.
+        su.execute(forged, (900002, "restored-hash", "Dumped correction.", "Dumped lesson about restores."))
         rows = dict((r[0], r[1:]) for r in su.execute(
-            "SELECT lesson, id, embedding_model, created_at < '2002-01-01', report_count, status FROM feedback_notes"
-            " WHERE task_type = 'restore_t'").fetchall())
-        assert rows["Writer lesson about restores."][1:] == (MODEL, False, 1, "active"), rows
-        assert rows["Writer lesson about restores."][0] != "forged-id", rows
-        assert rows["Dumped lesson about restores."] == ("restored-id", "kept-model", True, 7, "deprecated"), rows
-        assert one(su, "SELECT count(*) FROM feedback_audit WHERE action = 'restore'") >= 1
+            "SELECT lesson, id, content_hash, embedding_model, created_at < '2002-01-01', report_count, status"
+            " FROM feedback_notes WHERE task_type = 'restore_t'").fetchall())
+        assert rows["Writer lesson about restores."][2:] == (MODEL, False, 1, "active"), rows
+        assert rows["Writer lesson about restores."][:2] != (900001, "forged-hash"), rows
+        assert rows["Dumped lesson about restores."] == (900002, "restored-hash", "kept-model", True, 7,
+                                                         "deprecated"), rows
+        # The id sequence moved past the restored id: the next new note does not collide with it.
+        assert one(su, "SELECT id FROM fb_ingest('restore_t', '', 'c', 'A new note after a restore.')") > 900002
 
 
 def test_lifecycle_deprecate_restore_stale_and_audit_is_append_only():
@@ -210,7 +212,7 @@ def test_lifecycle_deprecate_restore_stale_and_audit_is_append_only():
         assert one(rv, "SELECT fb_deprecate(%s, 'superseded')", (note_id,)) is True
         assert one(rv, "SELECT fb_deprecate(%s)", (note_id,)) is False
         assert one(rv, "SELECT fb_restore(%s)", (note_id,)) is True
-        expect_error(rv, "SELECT fb_restore('no-such-note')", "P0002")
+        expect_error(rv, "SELECT fb_restore(-1)", "P0002")
         expect_error(rv, "SELECT fb_deprecate_stale(interval '-1 day')", "22023")
         assert one(rv, "SELECT fb_deprecate_stale(interval '1000 years')") == 0
         time.sleep(0.01)
@@ -282,7 +284,7 @@ def test_purge_removes_a_leaked_text_everywhere():
         assert audit == [(REVIEWER, "active", "purged", "deploy passphrase leaked")], audit
     with connect(WRITER) as w:   # the same text again: counted, but the purged note takes no text back
         assert one(w, "SELECT action FROM fb_ingest('purge_t', 'again', %s, 'Deploy keys belong in the vault.')",
-                   (f"The deploy script hard-codes {leak}; move it to the vault.",)) == "updated"
+                   (f"The deploy script hard-codes {leak}; move it to the vault.",)) == "purged"
     with connect() as su:
         assert one(su, "SELECT status, lesson, report_count FROM feedback_notes WHERE id = %s",
                    (note_id,)) == ("purged", "[purged]", 3)
@@ -311,8 +313,8 @@ def load_tenant_notes(su, n_per_tenant):
             'Document public functions', 'Handle daylight saving time', 'Free memory on every path',
             'Validate redirects against an allow list']) WITH ORDINALITY AS t(s, i)""")
     su.execute("""
-        INSERT INTO feedback_notes (id, task_type, correction, lesson, embedding, embedding_model, tenant)
-        SELECT 'tenant-' || coalesce(t.tenant, 'shared') || '-' || g, 'tenant_scan', 'correction ' || g,
+        INSERT INTO feedback_notes (task_type, correction, lesson, embedding, embedding_model, tenant)
+        SELECT 'tenant_scan', 'correction ' || g,
                b.s || ' (variant ' || g || ')',
                l2_normalize(b.e + (SELECT array_agg((random() - 0.5) * 0.08)::vector
                                       FROM generate_series(1, 384) WHERE g > 0)),
@@ -402,8 +404,11 @@ def test_oversized_input_is_refused_and_cancellation_is_honoured():
 
 
 def main():
+    global MODEL
     fresh_database(PORT, DB)
     setup_roles()
+    with connect() as su:
+        MODEL = one(su, "SELECT key FROM fb_models() WHERE name = 'bge-small-en-v1.5'")
     run_tests("guard", [
         test_writer_ingests_by_insert_copy_and_fb_ingest_and_forged_fields_are_ignored,
         test_writer_cannot_update_delete_or_change_write_settings,

@@ -22,7 +22,8 @@ SELECT name, kind, dimensions, pooling, max_tokens FROM fb_models() ORDER BY nam
 
 -- The other embedding model, selected by a setting.
 SET pg_feedback.embedding_model = 'all-MiniLM-L6-v2';
-SELECT fb_embedding_model(), vector_dims(fb_embed('mean pooled')) AS dims;
+SELECT split_part(fb_embedding_model(), '@', 1) AS model, fb_embedding_model() ~ '@[0-9a-f]{64}$' AS pinned_by_sha256,
+       vector_dims(fb_embed('mean pooled')) AS dims;
 RESET pg_feedback.embedding_model;
 
 -- Errors: a SQLSTATE, the bad value, a hint naming the setting.

@@ -34,7 +34,7 @@ SELECT action FROM fb_ingest('secrets_scan', 'It used token ghp_R8mN2vX7qL4tZ9wK
                              'Rotate ghp_R8mN2vX7qL4tZ9wK3pJ6hB1cF5dS0aY2eU8i and read it from the environment.',
                              'Tokens in source are leaked the moment they are pushed.');
 SELECT wrong_answer, correction, redactions, status FROM feedback_notes WHERE task_type = 'secrets_scan';
-SELECT id = fb_note_id('secrets_scan', 'Tokens in source are leaked the moment they are pushed.',
+SELECT content_hash = fb_content_hash('secrets_scan', 'Tokens in source are leaked the moment they are pushed.',
                        'Rotate [REDACTED:github_token] and read it from the environment.') AS id_of_redacted_text
   FROM feedback_notes WHERE task_type = 'secrets_scan';
 

@@ -57,9 +57,9 @@ SELECT (SELECT count(*) FROM regexp_matches(p, '<prior_corrections>', 'g')) AS o
 -- Near-duplicates merge into the existing note; fb_find_duplicate shows it first.
 SELECT lesson, similarity >= 0.92 AS near, would_merge
   FROM fb_find_duplicate('perf_review', 'Loading related rows one query per item is an N+1 pattern: join or prefetch.');
-SELECT action, id = fb_note_id('perf_review',
+SELECT action, id = (SELECT n.id FROM feedback_notes n WHERE n.content_hash = fb_content_hash('perf_review',
     'Loading related rows one query per item is an N+1 pattern; join or prefetch them.',
-    'The loop issues one query per order to load its customer: an N+1 pattern. Join or prefetch.') AS existing_id
+    'The loop issues one query per order to load its customer: an N+1 pattern. Join or prefetch.')) AS existing_id
   FROM fb_ingest('perf_review', 'fine', 'Prefetch the customers.',
                  'Loading related rows one query per item is an N+1 pattern: join or prefetch.', 'review_ui');
 SELECT count(*) AS notes, sum(report_count) AS reports FROM feedback_notes;
