@@ -336,32 +336,39 @@ ALTER SEQUENCE feedback_notes_id_seq OWNED BY feedback_notes.id;
 -- Vectors keep their model, now named by its key (the installed model of that name: 0.1.0 recorded no
 -- checksum). A model that is no longer installed keeps its bare name: its vectors stay, invisible to search,
 -- until fb_reembed.
+CREATE FUNCTION _fb_upgrade_model_key(name text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $fn$
+BEGIN
+    RETURN _fb_model_key(name);
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'embedding model "%" is not installed: its notes keep their vectors but are not searched until '
+                  're-embedded', name
+        USING HINT = 'CALL fb_reembed(<an installed model>), then SELECT fb_switch_model(...).';
+    RETURN name;
+END $fn$;
+
 INSERT INTO feedback_notes (id, content_hash, task_type, wrong_answer, correction, lesson, embedding, embedding_model,
                             source, created_by, created_at, updated_at, report_count, status, tenant, screening,
                             redactions)
 SELECT row_number() OVER (ORDER BY o.created_at, o.id), o.id, o.task_type, o.wrong_answer, o.correction, o.lesson,
-       o.embedding, o.embedding_model, o.source, o.created_by, o.created_at, o.updated_at, o.report_count, o.status,
-       o.tenant, o.screening, o.redactions
-  FROM feedback_notes_0_1_0 o;
-DO $$
-DECLARE
-    m record;
-    k text;
-BEGIN
-    FOR m IN SELECT DISTINCT n.embedding_model AS name FROM @extschema@.feedback_notes n
-              WHERE n.embedding_model IS NOT NULL LOOP
-        BEGIN
-            k := @extschema@._fb_model_key(m.name);
-        EXCEPTION WHEN OTHERS THEN
-            RAISE WARNING 'embedding model "%" is not installed: its notes keep their vectors but are not searched '
-                          'until re-embedded', m.name
-                USING HINT = 'CALL fb_reembed(<an installed model>), then SELECT fb_switch_model(...).';
-            CONTINUE;
-        END;
-        UPDATE @extschema@.feedback_notes n SET embedding_model = k WHERE n.embedding_model = m.name;
-    END LOOP;
-END $$;
+       o.embedding, k.key, o.source, o.created_by, o.created_at, o.updated_at, o.report_count, o.status, o.tenant,
+       o.screening, o.redactions
+  FROM feedback_notes_0_1_0 o
+  LEFT JOIN (SELECT m.name, _fb_upgrade_model_key(m.name) AS key
+               FROM (SELECT DISTINCT n.embedding_model AS name FROM feedback_notes_0_1_0 n
+                      WHERE n.embedding_model IS NOT NULL) m) k ON k.name = o.embedding_model;
+DROP FUNCTION _fb_upgrade_model_key(text);
 SELECT setval('feedback_notes_id_seq', coalesce(max(id), 0) + 1, false) FROM feedback_notes;
+
+-- The HNSW index is built once over every note. With its graph in memory that takes about a minute for 100,000
+-- notes; spilled to disk (the default 64MB holds about 28,000) several times longer. So this script raises
+-- maintenance_work_mem to what the notes need (about 3kB each), up to 1GB and never below the session's value,
+-- for this script only.
+SELECT pg_catalog.set_config('maintenance_work_mem',
+           greatest(s.setting::bigint, least(3 * (SELECT count(*) FROM feedback_notes), 1048576))::text || 'kB', true)
+  FROM pg_catalog.pg_settings s WHERE s.name = 'maintenance_work_mem';
 
 CREATE INDEX feedback_notes_embedding_idx ON feedback_notes USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX feedback_notes_embedding_alt_idx ON feedback_notes USING hnsw (embedding_alt vector_cosine_ops);
