@@ -35,17 +35,19 @@ CREATE FUNCTION _fb_tenant_allowed(tenant text) RETURNS boolean
 COMMENT ON FUNCTION _fb_tenant_allowed(text) IS
     'Internal: true for a shared note (tenant NULL) or when the acting role is a member of the tenant role.';
 
--- A row comes back from a dump (pg_restore, psql of a dump, a copy between databases) and keeps every stored
--- field when it carries its content_hash (a field only the server sets; dumps carry it) or pg_feedback.restore_mode
--- is on, and the acting role is a superuser or a member of feedback_reviewer. Anyone else's rows are new notes
--- whatever they carry.
-CREATE FUNCTION _fb_restoring(content_hash text) RETURNS boolean
+-- Whether an inserted row comes back from a dump or an export instead of being a new note, and whose trust it
+-- gets. 'superuser': a superuser's row that carries its content_hash (a field only the server sets, which every
+-- dump carries) or any superuser row with pg_feedback.restore_mode on; it is kept exactly as sent (pg_dump
+-- restores are faithful with nothing to set). 'reviewer': a member of feedback_reviewer with restore_mode on; its
+-- rows keep their text, vectors, status, timestamps and counts, but the server assigns the id and the content
+-- hash, and each statement leaves an audit row. NULL: a new note, whatever the row carries.
+CREATE FUNCTION _fb_restoring(content_hash text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN (content_hash IS NOT NULL OR _fb_restore_mode())
-       AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
-                    WHERE r.rolname = _fb_actor()
-                      AND (r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER')));
+    RETURN (SELECT CASE WHEN r.rolsuper AND (content_hash IS NOT NULL OR _fb_restore_mode()) THEN 'superuser'
+                        WHEN NOT r.rolsuper AND _fb_restore_mode()
+                             AND pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER') THEN 'reviewer' END
+              FROM pg_catalog.pg_roles r WHERE r.rolname = _fb_actor());
 COMMENT ON FUNCTION _fb_restoring(text) IS
-    'Internal: an inserted row is kept as sent: it carries its content_hash (or pg_feedback.restore_mode is on) and '
-    'the acting role is a superuser or a member of feedback_reviewer.';
+    'Internal: whether an inserted row is restored and how far it is trusted: superuser (kept as sent: it carries '
+    'its content_hash, or restore_mode), reviewer (restore_mode: server id and hash, audited) or NULL (a new note).';

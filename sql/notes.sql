@@ -92,6 +92,39 @@ COMMENT ON FUNCTION _fb_vector(feedback_notes, smallint) IS 'Internal: a note''s
 COMMENT ON FUNCTION _fb_vector_model(feedback_notes, smallint) IS
     'Internal: the key of the model that computed a note''s vector in a slot (default: the active one).';
 
+-- A note with a vector (computed by model) in a slot.
+CREATE FUNCTION _fb_with_vector(n feedback_notes, slot smallint, vec vector, model text) RETURNS feedback_notes
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    IF slot = 1 THEN
+        n.embedding := vec;
+        n.embedding_model := model;
+    ELSE
+        n.embedding_alt := vec;
+        n.embedding_alt_model := model;
+    END IF;
+    RETURN n;
+END $$;
+COMMENT ON FUNCTION _fb_with_vector(feedback_notes, smallint, vector, text) IS
+    'Internal: a note with a vector of a model in a slot.';
+
+-- The active slot and model for a write that stores vectors: pins the default model if none is pinned yet, and
+-- holds a share lock on the active slot's row until the transaction ends, so fb_switch_model cannot flip the slot
+-- between this read and the write (a writer whose snapshot predates a switch gets a serialization error instead
+-- of storing a vector of the old model). SECURITY DEFINER: writers have no UPDATE right on the slots.
+CREATE FUNCTION _fb_lock_active_model() RETURNS TABLE (slot smallint, model text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    PERFORM _fb_pin_model();
+    RETURN QUERY SELECT s.slot, s.model FROM feedback_embedding_slots s WHERE s.active FOR SHARE;
+END $$;
+COMMENT ON FUNCTION _fb_lock_active_model() IS
+    'Internal: the active slot and model, pinned if need be and share-locked until the end of the transaction.';
+
 -- What readers see of the notes: active notes of their tenants and shared ones, with the vector of the active
 -- model. The view reads the table with its owner's rights and filters by the caller, so a reader needs no right
 -- on feedback_notes itself; security_barrier keeps a caller's functions from seeing rows the filter drops.
@@ -332,20 +365,25 @@ CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
     AS $$
 DECLARE
     review text := _fb_review_mode();
+    restore text := _fb_restoring(NEW.content_hash);
     cleaned feedback_notes;
+    active record;
 BEGIN
-    IF _fb_restoring(NEW.content_hash) THEN
+    IF restore IS NOT NULL THEN
         -- A reviewer (not a superuser) restores only notes of its own tenants.
         IF NEW.tenant IS NOT NULL AND NOT _fb_tenant_allowed(NEW.tenant) THEN
             RAISE EXCEPTION 'role "%" may not restore notes of tenant "%"', _fb_actor(), NEW.tenant
                 USING ERRCODE = 'insufficient_privilege',
                       HINT = 'Restore as a superuser, or as a member of the tenant role.';
         END IF;
-        -- Only what is missing is computed: an id, a content hash, a vector (never for a purged note).
-        NEW.id := coalesce(NEW.id, _fb_next_note_id());
         NEW.task_type := _fb_task_type(NEW.task_type);   -- a no-op on dumped rows; refuses a blank one
-        IF NEW.content_hash IS NULL THEN
-            NEW.content_hash := (_fb_cleaned(NEW)).content_hash;
+        -- Only what is missing is computed: an id, a content hash, a vector (never for a purged note). A reviewer's
+        -- rows get the server's id and hash: ids and hashes are what other rows and re-submissions rely on.
+        IF restore = 'reviewer' OR NEW.id IS NULL THEN
+            NEW.id := _fb_next_note_id();
+        END IF;
+        IF restore = 'reviewer' OR NEW.content_hash IS NULL THEN
+            NEW.content_hash := fb_content_hash(NEW.task_type, NEW.lesson, NEW.correction, NEW.tenant);
         END IF;
         IF NEW.embedding IS NULL OR NEW.embedding_model IS NULL THEN
             NEW.embedding := NULL;
@@ -356,14 +394,10 @@ BEGIN
             NEW.embedding_alt_model := NULL;
         END IF;
         IF NEW.embedding IS NULL AND NEW.embedding_alt IS NULL AND NEW.status <> 'purged' THEN
-            PERFORM _fb_pin_model();   -- a vector made now ties the database to the model that made it
-            IF _fb_active_slot() = 1 THEN
-                NEW.embedding := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
-                NEW.embedding_model := _fb_active_model();
-            ELSE
-                NEW.embedding_alt := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
-                NEW.embedding_alt_model := _fb_active_model();
-            END IF;
+            SELECT * INTO active FROM _fb_lock_active_model();   -- pins the model if this is the first vector
+            NEW := _fb_with_vector(NEW, active.slot,
+                                   (fb_embed_batch(ARRAY[fb_document_text(NEW.task_type, NEW.lesson)], false,
+                                                   active.model))[1], active.model);
         END IF;
         RETURN NEW;
     END IF;
@@ -423,9 +457,14 @@ BEGIN
                                        AND i.status IN ('active', 'pending')))
       INTO new_ids, restored
       FROM inserted_notes i;
-    -- No audit row for them: a restore brings back the audit trail as it was dumped (and its id sequence after
-    -- the rows), so a row written here would collide with one still to come.
-    IF restored > 0 THEN
+    -- A superuser's restore writes no audit row: it brings back the audit trail as it was dumped (and its id
+    -- sequence after the rows), so a row written here would collide with one still to come. A reviewer cannot
+    -- restore the audit trail, and its loads are audited.
+    IF restored > 0 AND _fb_restoring('') = 'reviewer' THEN
+        INSERT INTO feedback_audit (actor, action, reason, detail)
+        VALUES (actor, 'restore', 'rows stored as sent by a reviewer (pg_feedback.restore_mode)',
+                jsonb_build_object('rows', restored));
+    ELSIF restored > 0 THEN
         PERFORM setval('feedback_notes_id_seq', m)
            FROM (SELECT max(i.id) AS m FROM inserted_notes i) x
           WHERE m > coalesce(pg_sequence_last_value('feedback_notes_id_seq'), 0);
@@ -433,9 +472,7 @@ BEGIN
     IF new_ids IS NULL THEN
         RETURN NULL;
     END IF;
-    PERFORM _fb_pin_model();
-    model := _fb_active_model();
-    slot := _fb_active_slot();
+    SELECT a.slot, a.model INTO slot, model FROM _fb_lock_active_model() a;
     FOR chunk IN
         SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
           FROM (SELECT i.id, i.task_type, i.lesson, (row_number() OVER ()) / 1024 AS part
@@ -531,17 +568,24 @@ COMMENT ON FUNCTION _fb_merge_near_duplicates(bigint[]) IS
 -- BEFORE UPDATE of the content, per row (only the owner and superusers may UPDATE): the same cleaning as an
 -- insert (redaction, screening, content hash); the id stays, so merges, golden questions and audit rows still
 -- point at the note. A new vector of the active model when the embedded text changed; the other slot's vector
--- is then stale and goes (fb_reembed or fb_switch_model recompute it).
+-- is then stale and goes (fb_reembed or fb_switch_model recompute it). A change of wrong_answer alone (a counted
+-- re-submission) is only redacted: the identity, screening and vectors stay.
 CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
-    slot smallint := _fb_active_slot();
-    vec vector(384);
+    active record;
+    text_changed boolean;
 BEGIN
     IF NEW.status = 'purged' THEN
         RETURN NEW;   -- fb_purge blanks the text: the note keeps its id and is never embedded again
+    END IF;
+    IF (NEW.task_type, NEW.lesson, NEW.correction, NEW.tenant) IS NOT DISTINCT FROM
+       (OLD.task_type, OLD.lesson, OLD.correction, OLD.tenant) THEN
+        NEW.wrong_answer := fb_redact(NEW.wrong_answer);
+        NEW.updated_at := now();
+        RETURN NEW;
     END IF;
     NEW := _fb_cleaned(NEW);
     NEW.id := OLD.id;
@@ -553,22 +597,16 @@ BEGIN
             USING ERRCODE = 'unique_violation',
                   HINT = 'Deprecate this note with fb_deprecate instead of editing it into a duplicate.';
     END IF;
-    IF NEW.task_type IS DISTINCT FROM OLD.task_type OR NEW.lesson IS DISTINCT FROM OLD.lesson
-       OR _fb_vector(NEW, slot) IS NULL OR _fb_vector_model(NEW, slot) IS DISTINCT FROM _fb_active_model() THEN
-        PERFORM _fb_pin_model();
-        slot := _fb_active_slot();
-        vec := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
-        IF slot = 1 THEN
-            NEW.embedding := vec;
-            NEW.embedding_model := _fb_active_model();
-            NEW.embedding_alt := NULL;
-            NEW.embedding_alt_model := NULL;
-        ELSE
-            NEW.embedding_alt := vec;
-            NEW.embedding_alt_model := _fb_active_model();
-            NEW.embedding := NULL;
-            NEW.embedding_model := NULL;
-        END IF;
+    text_changed := fb_document_text(NEW.task_type, NEW.lesson) <> fb_document_text(OLD.task_type, OLD.lesson);
+    SELECT * INTO active FROM _fb_lock_active_model();
+    IF text_changed THEN
+        -- Both slots' vectors were of the old text.
+        NEW := _fb_with_vector(_fb_with_vector(NEW, 1::smallint, NULL, NULL), 2::smallint, NULL, NULL);
+    END IF;
+    IF text_changed OR _fb_vector(NEW, active.slot) IS NULL OR _fb_vector_model(NEW, active.slot) <> active.model THEN
+        NEW := _fb_with_vector(NEW, active.slot,
+                               (fb_embed_batch(ARRAY[fb_document_text(NEW.task_type, NEW.lesson)], false,
+                                               active.model))[1], active.model);
     END IF;
     NEW.updated_at := now();
     RETURN NEW;
@@ -617,8 +655,9 @@ CREATE FUNCTION _fb_ingest_outcomes(hashes text[])
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT h.hash, f.id, f.status,
-               (SELECT m.into_id FROM feedback_note_merges m
-                 WHERE f.id IS NULL AND m.merged_hash = h.hash ORDER BY m.merged_at DESC LIMIT 1)
+               (SELECT m.into_id FROM feedback_note_merges m JOIN feedback_notes t ON t.id = m.into_id
+                 WHERE f.id IS NULL AND m.merged_hash = h.hash AND _fb_tenant_allowed(t.tenant)
+                 ORDER BY m.merged_at DESC LIMIT 1)
           FROM (SELECT DISTINCT unnest(hashes) AS hash) h
           LEFT JOIN feedback_notes f ON f.content_hash = h.hash AND _fb_tenant_allowed(f.tenant);
     END;

@@ -121,7 +121,7 @@ AS 'MODULE_PATHNAME', '_fb_normalize_wrapper';
 CREATE  FUNCTION "_fb_on_conflict_do_nothing"(
 	"relation" oid /* pg_sys :: Oid */
 ) RETURNS bool /* bool */
-STRICT STABLE PARALLEL SAFE
+STRICT VOLATILE PARALLEL RESTRICTED
 SET search_path TO pg_catalog, @extschema@, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_fb_on_conflict_do_nothing_wrapper';
@@ -130,20 +130,22 @@ AS 'MODULE_PATHNAME', '_fb_on_conflict_do_nothing_wrapper';
 -- 3. Who is acting (actors.sql): a restore is recognised per row.
 ------------------------------------------------------------------------------------------------------------------
 
--- A row comes back from a dump (pg_restore, psql of a dump, a copy between databases) and keeps every stored
--- field when it carries its content_hash (a field only the server sets; dumps carry it) or pg_feedback.restore_mode
--- is on, and the acting role is a superuser or a member of feedback_reviewer. Anyone else's rows are new notes
--- whatever they carry.
-CREATE FUNCTION _fb_restoring(content_hash text) RETURNS boolean
+-- Whether an inserted row comes back from a dump or an export instead of being a new note, and whose trust it
+-- gets. 'superuser': a superuser's row that carries its content_hash (a field only the server sets, which every
+-- dump carries) or any superuser row with pg_feedback.restore_mode on; it is kept exactly as sent (pg_dump
+-- restores are faithful with nothing to set). 'reviewer': a member of feedback_reviewer with restore_mode on; its
+-- rows keep their text, vectors, status, timestamps and counts, but the server assigns the id and the content
+-- hash, and each statement leaves an audit row. NULL: a new note, whatever the row carries.
+CREATE FUNCTION _fb_restoring(content_hash text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN (content_hash IS NOT NULL OR _fb_restore_mode())
-       AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
-                    WHERE r.rolname = _fb_actor()
-                      AND (r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER')));
+    RETURN (SELECT CASE WHEN r.rolsuper AND (content_hash IS NOT NULL OR _fb_restore_mode()) THEN 'superuser'
+                        WHEN NOT r.rolsuper AND _fb_restore_mode()
+                             AND pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER') THEN 'reviewer' END
+              FROM pg_catalog.pg_roles r WHERE r.rolname = _fb_actor());
 COMMENT ON FUNCTION _fb_restoring(text) IS
-    'Internal: an inserted row is kept as sent: it carries its content_hash (or pg_feedback.restore_mode is on) and '
-    'the acting role is a superuser or a member of feedback_reviewer.';
+    'Internal: whether an inserted row is restored and how far it is trusted: superuser (kept as sent: it carries '
+    'its content_hash, or restore_mode), reviewer (restore_mode: server id and hash, audited) or NULL (a new note).';
 
 ------------------------------------------------------------------------------------------------------------------
 -- 4. Model pinning and the embedding functions (models.sql, all new or replaced).
@@ -292,6 +294,23 @@ COMMENT ON FUNCTION fb_document_text(text, text) IS 'The text a note is embedded
 --    vector slot. Ids follow creation order. The old table goes once everything points at the new one.
 ------------------------------------------------------------------------------------------------------------------
 
+-- Foreign keys of other tables on the text id cannot follow it: refuse, and change nothing, rather than drop them.
+DO $$
+DECLARE
+    outside text;
+BEGIN
+    SELECT string_agg(format('%s on %s', c.conname, c.conrelid::regclass), ', ') INTO outside
+      FROM pg_catalog.pg_constraint c
+     WHERE c.confrelid = '@extschema@.feedback_notes'::regclass
+       AND c.conrelid <> '@extschema@.feedback_note_merges'::regclass;
+    IF outside IS NOT NULL THEN
+        RAISE EXCEPTION 'foreign keys outside pg_feedback reference feedback_notes: %', outside
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'In 0.2.0 a note''s id is a bigint and the old text id is content_hash: drop these '
+                         'constraints, update, then point them at feedback_notes.id or content_hash.';
+    END IF;
+END $$;
+
 ALTER TABLE feedback_notes RENAME TO feedback_notes_0_1_0;
 ALTER TABLE feedback_notes_0_1_0 DROP CONSTRAINT feedback_notes_pkey CASCADE;   -- and the merges' foreign key
 DROP INDEX feedback_notes_embedding_idx, feedback_notes_task_type_idx, feedback_notes_pending_idx;
@@ -336,6 +355,20 @@ ALTER SEQUENCE feedback_notes_id_seq OWNED BY feedback_notes.id;
 -- Vectors keep their model, now named by its key (the installed model of that name: 0.1.0 recorded no
 -- checksum). A model that is no longer installed keeps its bare name: its vectors stay, invisible to search,
 -- until fb_reembed.
+-- Privileges granted on the old table (beyond pg_feedback's own roles, granted again below) carry over.
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT a.privilege_type, a.grantee::regrole::text AS grantee, a.is_grantable
+               FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+              WHERE c.oid = '@extschema@.feedback_notes_0_1_0'::regclass AND a.grantee <> 0
+                AND a.grantee <> c.relowner LOOP
+        EXECUTE format('GRANT %s ON @extschema@.feedback_notes TO %s%s', g.privilege_type, g.grantee,
+                       CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END $$;
+
 CREATE FUNCTION _fb_upgrade_model_key(name text) RETURNS text
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -410,9 +443,14 @@ COMMENT ON COLUMN feedback_notes.tenant IS
 COMMENT ON COLUMN feedback_notes.screening IS 'fb_screen findings on the lesson and correction (field, rule, family, severity, span).';
 COMMENT ON COLUMN feedback_notes.redactions IS 'Kinds of secrets fb_redact replaced when the note was stored.';
 
--- The database pins the model its notes were embedded with by default, if it has notes.
+-- The database pins the model most of its notes were embedded with (0.1.0 had no pin: each session used its
+-- pg_feedback.embedding_model), else the default; notes of another model show in feedback_embedding_status and
+-- CALL fb_reembed(<the pinned model>) embeds them.
 INSERT INTO feedback_embedding_slots (slot, model, active, assigned_by)
-SELECT 1, _fb_default_model(), true, session_user WHERE EXISTS (SELECT 1 FROM feedback_notes);
+SELECT 1, coalesce((SELECT n.embedding_model FROM feedback_notes n WHERE strpos(n.embedding_model, '@') > 0
+                     GROUP BY n.embedding_model ORDER BY count(*) DESC, n.embedding_model LIMIT 1),
+                   _fb_default_model()), true, session_user
+ WHERE EXISTS (SELECT 1 FROM feedback_notes);
 
 -- Merges point at the note's id; the merged report keeps its content hash.
 ALTER TABLE feedback_note_merges RENAME COLUMN merged_id TO merged_hash;
@@ -485,6 +523,39 @@ CREATE FUNCTION _fb_vector_model(n feedback_notes, slot smallint DEFAULT NULL) R
 COMMENT ON FUNCTION _fb_vector(feedback_notes, smallint) IS 'Internal: a note''s vector in a slot (default: the active one).';
 COMMENT ON FUNCTION _fb_vector_model(feedback_notes, smallint) IS
     'Internal: the key of the model that computed a note''s vector in a slot (default: the active one).';
+
+-- A note with a vector (computed by model) in a slot.
+CREATE FUNCTION _fb_with_vector(n feedback_notes, slot smallint, vec vector, model text) RETURNS feedback_notes
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    IF slot = 1 THEN
+        n.embedding := vec;
+        n.embedding_model := model;
+    ELSE
+        n.embedding_alt := vec;
+        n.embedding_alt_model := model;
+    END IF;
+    RETURN n;
+END $$;
+COMMENT ON FUNCTION _fb_with_vector(feedback_notes, smallint, vector, text) IS
+    'Internal: a note with a vector of a model in a slot.';
+
+-- The active slot and model for a write that stores vectors: pins the default model if none is pinned yet, and
+-- holds a share lock on the active slot's row until the transaction ends, so fb_switch_model cannot flip the slot
+-- between this read and the write (a writer whose snapshot predates a switch gets a serialization error instead
+-- of storing a vector of the old model). SECURITY DEFINER: writers have no UPDATE right on the slots.
+CREATE FUNCTION _fb_lock_active_model() RETURNS TABLE (slot smallint, model text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    PERFORM _fb_pin_model();
+    RETURN QUERY SELECT s.slot, s.model FROM feedback_embedding_slots s WHERE s.active FOR SHARE;
+END $$;
+COMMENT ON FUNCTION _fb_lock_active_model() IS
+    'Internal: the active slot and model, pinned if need be and share-locked until the end of the transaction.';
 
 -- What readers see of the notes: active notes of their tenants and shared ones, with the vector of the active
 -- model. The view reads the table with its owner's rights and filters by the caller, so a reader needs no right
@@ -669,20 +740,25 @@ CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
     AS $$
 DECLARE
     review text := _fb_review_mode();
+    restore text := _fb_restoring(NEW.content_hash);
     cleaned feedback_notes;
+    active record;
 BEGIN
-    IF _fb_restoring(NEW.content_hash) THEN
+    IF restore IS NOT NULL THEN
         -- A reviewer (not a superuser) restores only notes of its own tenants.
         IF NEW.tenant IS NOT NULL AND NOT _fb_tenant_allowed(NEW.tenant) THEN
             RAISE EXCEPTION 'role "%" may not restore notes of tenant "%"', _fb_actor(), NEW.tenant
                 USING ERRCODE = 'insufficient_privilege',
                       HINT = 'Restore as a superuser, or as a member of the tenant role.';
         END IF;
-        -- Only what is missing is computed: an id, a content hash, a vector (never for a purged note).
-        NEW.id := coalesce(NEW.id, _fb_next_note_id());
         NEW.task_type := _fb_task_type(NEW.task_type);   -- a no-op on dumped rows; refuses a blank one
-        IF NEW.content_hash IS NULL THEN
-            NEW.content_hash := (_fb_cleaned(NEW)).content_hash;
+        -- Only what is missing is computed: an id, a content hash, a vector (never for a purged note). A reviewer's
+        -- rows get the server's id and hash: ids and hashes are what other rows and re-submissions rely on.
+        IF restore = 'reviewer' OR NEW.id IS NULL THEN
+            NEW.id := _fb_next_note_id();
+        END IF;
+        IF restore = 'reviewer' OR NEW.content_hash IS NULL THEN
+            NEW.content_hash := fb_content_hash(NEW.task_type, NEW.lesson, NEW.correction, NEW.tenant);
         END IF;
         IF NEW.embedding IS NULL OR NEW.embedding_model IS NULL THEN
             NEW.embedding := NULL;
@@ -693,14 +769,10 @@ BEGIN
             NEW.embedding_alt_model := NULL;
         END IF;
         IF NEW.embedding IS NULL AND NEW.embedding_alt IS NULL AND NEW.status <> 'purged' THEN
-            PERFORM _fb_pin_model();   -- a vector made now ties the database to the model that made it
-            IF _fb_active_slot() = 1 THEN
-                NEW.embedding := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
-                NEW.embedding_model := _fb_active_model();
-            ELSE
-                NEW.embedding_alt := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
-                NEW.embedding_alt_model := _fb_active_model();
-            END IF;
+            SELECT * INTO active FROM _fb_lock_active_model();   -- pins the model if this is the first vector
+            NEW := _fb_with_vector(NEW, active.slot,
+                                   (fb_embed_batch(ARRAY[fb_document_text(NEW.task_type, NEW.lesson)], false,
+                                                   active.model))[1], active.model);
         END IF;
         RETURN NEW;
     END IF;
@@ -760,9 +832,14 @@ BEGIN
                                        AND i.status IN ('active', 'pending')))
       INTO new_ids, restored
       FROM inserted_notes i;
-    -- No audit row for them: a restore brings back the audit trail as it was dumped (and its id sequence after
-    -- the rows), so a row written here would collide with one still to come.
-    IF restored > 0 THEN
+    -- A superuser's restore writes no audit row: it brings back the audit trail as it was dumped (and its id
+    -- sequence after the rows), so a row written here would collide with one still to come. A reviewer cannot
+    -- restore the audit trail, and its loads are audited.
+    IF restored > 0 AND _fb_restoring('') = 'reviewer' THEN
+        INSERT INTO feedback_audit (actor, action, reason, detail)
+        VALUES (actor, 'restore', 'rows stored as sent by a reviewer (pg_feedback.restore_mode)',
+                jsonb_build_object('rows', restored));
+    ELSIF restored > 0 THEN
         PERFORM setval('feedback_notes_id_seq', m)
            FROM (SELECT max(i.id) AS m FROM inserted_notes i) x
           WHERE m > coalesce(pg_sequence_last_value('feedback_notes_id_seq'), 0);
@@ -770,9 +847,7 @@ BEGIN
     IF new_ids IS NULL THEN
         RETURN NULL;
     END IF;
-    PERFORM _fb_pin_model();
-    model := _fb_active_model();
-    slot := _fb_active_slot();
+    SELECT a.slot, a.model INTO slot, model FROM _fb_lock_active_model() a;
     FOR chunk IN
         SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
           FROM (SELECT i.id, i.task_type, i.lesson, (row_number() OVER ()) / 1024 AS part
@@ -868,17 +943,24 @@ COMMENT ON FUNCTION _fb_merge_near_duplicates(bigint[]) IS
 -- BEFORE UPDATE of the content, per row (only the owner and superusers may UPDATE): the same cleaning as an
 -- insert (redaction, screening, content hash); the id stays, so merges, golden questions and audit rows still
 -- point at the note. A new vector of the active model when the embedded text changed; the other slot's vector
--- is then stale and goes (fb_reembed or fb_switch_model recompute it).
+-- is then stale and goes (fb_reembed or fb_switch_model recompute it). A change of wrong_answer alone (a counted
+-- re-submission) is only redacted: the identity, screening and vectors stay.
 CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
-    slot smallint := _fb_active_slot();
-    vec vector(384);
+    active record;
+    text_changed boolean;
 BEGIN
     IF NEW.status = 'purged' THEN
         RETURN NEW;   -- fb_purge blanks the text: the note keeps its id and is never embedded again
+    END IF;
+    IF (NEW.task_type, NEW.lesson, NEW.correction, NEW.tenant) IS NOT DISTINCT FROM
+       (OLD.task_type, OLD.lesson, OLD.correction, OLD.tenant) THEN
+        NEW.wrong_answer := fb_redact(NEW.wrong_answer);
+        NEW.updated_at := now();
+        RETURN NEW;
     END IF;
     NEW := _fb_cleaned(NEW);
     NEW.id := OLD.id;
@@ -890,22 +972,16 @@ BEGIN
             USING ERRCODE = 'unique_violation',
                   HINT = 'Deprecate this note with fb_deprecate instead of editing it into a duplicate.';
     END IF;
-    IF NEW.task_type IS DISTINCT FROM OLD.task_type OR NEW.lesson IS DISTINCT FROM OLD.lesson
-       OR _fb_vector(NEW, slot) IS NULL OR _fb_vector_model(NEW, slot) IS DISTINCT FROM _fb_active_model() THEN
-        PERFORM _fb_pin_model();
-        slot := _fb_active_slot();
-        vec := fb_embed(fb_document_text(NEW.task_type, NEW.lesson));
-        IF slot = 1 THEN
-            NEW.embedding := vec;
-            NEW.embedding_model := _fb_active_model();
-            NEW.embedding_alt := NULL;
-            NEW.embedding_alt_model := NULL;
-        ELSE
-            NEW.embedding_alt := vec;
-            NEW.embedding_alt_model := _fb_active_model();
-            NEW.embedding := NULL;
-            NEW.embedding_model := NULL;
-        END IF;
+    text_changed := fb_document_text(NEW.task_type, NEW.lesson) <> fb_document_text(OLD.task_type, OLD.lesson);
+    SELECT * INTO active FROM _fb_lock_active_model();
+    IF text_changed THEN
+        -- Both slots' vectors were of the old text.
+        NEW := _fb_with_vector(_fb_with_vector(NEW, 1::smallint, NULL, NULL), 2::smallint, NULL, NULL);
+    END IF;
+    IF text_changed OR _fb_vector(NEW, active.slot) IS NULL OR _fb_vector_model(NEW, active.slot) <> active.model THEN
+        NEW := _fb_with_vector(NEW, active.slot,
+                               (fb_embed_batch(ARRAY[fb_document_text(NEW.task_type, NEW.lesson)], false,
+                                               active.model))[1], active.model);
     END IF;
     NEW.updated_at := now();
     RETURN NEW;
@@ -954,8 +1030,9 @@ CREATE FUNCTION _fb_ingest_outcomes(hashes text[])
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT h.hash, f.id, f.status,
-               (SELECT m.into_id FROM feedback_note_merges m
-                 WHERE f.id IS NULL AND m.merged_hash = h.hash ORDER BY m.merged_at DESC LIMIT 1)
+               (SELECT m.into_id FROM feedback_note_merges m JOIN feedback_notes t ON t.id = m.into_id
+                 WHERE f.id IS NULL AND m.merged_hash = h.hash AND _fb_tenant_allowed(t.tenant)
+                 ORDER BY m.merged_at DESC LIMIT 1)
           FROM (SELECT DISTINCT unnest(hashes) AS hash) h
           LEFT JOIN feedback_notes f ON f.content_hash = h.hash AND _fb_tenant_allowed(f.tenant);
     END;
@@ -1509,7 +1586,7 @@ COMMENT ON VIEW feedback_reembed_progress IS
 -- How many notes each model has vectors for, and how many the active model misses (invisible to search).
 CREATE VIEW feedback_embedding_status AS
 WITH per_model AS (
-    SELECT v.model, count(*) AS notes
+    SELECT v.model, count(DISTINCT n.id) AS notes
       FROM feedback_notes n
      CROSS JOIN LATERAL (VALUES (n.embedding_model, n.embedding IS NOT NULL),
                                 (n.embedding_alt_model, n.embedding_alt IS NOT NULL)) AS v(model, present)
@@ -1531,8 +1608,9 @@ COMMENT ON VIEW feedback_embedding_status IS
     'model no slot holds), how many notes (not purged) it has vectors for, and how many it lacks. The active '
     'model''s notes_missing are invisible to retrieval until embedded (fb_reembed).';
 
--- The first step of fb_reembed: the model's key and the slot it fills (the one that is not active), the slot
--- assigned to it, and a run row. NULL slot: the model is already the active one.
+-- The first step of fb_reembed: the model's key, the slot it fills and a run row. Another model goes to the
+-- standby slot (assigned to it). The active model fills its own slot's gaps: notes restored without a vector of
+-- it, or left from an update of an older version whose model is no longer installed.
 CREATE FUNCTION _fb_reembed_start(model text, batch_size integer)
     RETURNS TABLE (run_id bigint, key text, slot smallint)
     LANGUAGE plpgsql
@@ -1551,18 +1629,19 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Notes embedded and committed per step, e.g. 256.';
     END IF;
     PERFORM _fb_pin_model();
+    -- Slot assignments change one at a time (fb_switch_model takes the same lock).
+    PERFORM 1 FROM feedback_embedding_slots s ORDER BY s.slot FOR UPDATE;
     IF k = _fb_active_model() THEN
-        RAISE NOTICE 'model % is already the active one: nothing to re-embed', k;
-        RETURN QUERY SELECT NULL::bigint, k, NULL::smallint;
-        RETURN;
+        target := _fb_active_slot();
+    ELSE
+        target := 3 - _fb_active_slot();
+        -- The standby slot now holds this model; vectors another model left there are replaced as the run goes.
+        INSERT INTO feedback_embedding_slots AS s (slot, model, active, assigned_by)
+        VALUES (target, k, false, _fb_actor())
+        ON CONFLICT ON CONSTRAINT feedback_embedding_slots_pkey DO UPDATE
+           SET model = excluded.model, assigned_at = now(), assigned_by = excluded.assigned_by
+         WHERE s.model IS DISTINCT FROM excluded.model;
     END IF;
-    target := 3 - _fb_active_slot();
-    -- The standby slot now holds this model; vectors another model left there are replaced as the run goes.
-    INSERT INTO feedback_embedding_slots AS s (slot, model, active, assigned_by)
-    VALUES (target, k, false, _fb_actor())
-    ON CONFLICT ON CONSTRAINT feedback_embedding_slots_pkey DO UPDATE
-       SET model = excluded.model, assigned_at = now(), assigned_by = excluded.assigned_by
-     WHERE s.model IS DISTINCT FROM excluded.model;
     SELECT count(*), count(*) FILTER (WHERE _fb_vector_model(n, target) = k AND _fb_vector(n, target) IS NOT NULL)
       INTO total, before
       FROM feedback_notes n WHERE n.status <> 'purged';
@@ -1572,13 +1651,15 @@ BEGIN
     RETURN QUERY SELECT run, k, target;
 END $$;
 COMMENT ON FUNCTION _fb_reembed_start(text, integer) IS
-    'Internal: first step of fb_reembed (the model''s key, the standby slot assigned to it, a progress row).';
+    'Internal: first step of fb_reembed (the model''s key, the slot it fills, a progress row).';
 
 -- One batch of fb_reembed: the next notes (by id, after after_id) whose vector in the slot is missing or of
--- another model, embedded in batched model runs and written to the slot. The rows are locked for the batch, so an
--- edit made meanwhile waits and then re-embeds its own text. Returns how many and the last id.
+-- another model, embedded in batched model runs and written to the slot. No row is locked while the model runs:
+-- a note edited meanwhile (its embedded text changed) is skipped here, keeps the vector its edit gave it, and is
+-- picked up by a later run or the switch. Refuses when the slot was given to another model meanwhile. Returns
+-- how many notes were read, how many written, and the last id read.
 CREATE FUNCTION _fb_reembed_step(run_id bigint, key text, slot smallint, after_id bigint, batch_size integer)
-    RETURNS TABLE (done integer, last_id bigint)
+    RETURNS TABLE (done integer, written integer, last_id bigint)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
@@ -1587,16 +1668,22 @@ DECLARE
     ids bigint[];
     docs text[];
     vectors vector[];
+    n integer;
 BEGIN
+    PERFORM 1 FROM feedback_embedding_slots s WHERE s.slot = slot AND s.model = key FOR SHARE;
+    IF NOT FOUND AND key IS DISTINCT FROM _fb_active_model() THEN
+        RAISE EXCEPTION 'slot % no longer holds model %', slot, key
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Another fb_reembed gave the slot to another model; run one re-embed at a time.';
+    END IF;
     SELECT array_agg(b.id ORDER BY b.id), array_agg(fb_document_text(b.task_type, b.lesson) ORDER BY b.id)
       INTO ids, docs
-      FROM (SELECT n.id, n.task_type, n.lesson FROM feedback_notes n
-             WHERE n.id > after_id AND n.status <> 'purged'
-               AND (_fb_vector(n, slot) IS NULL OR _fb_vector_model(n, slot) IS DISTINCT FROM key)
-             ORDER BY n.id LIMIT batch_size
-               FOR UPDATE) b;
+      FROM (SELECT f.id, f.task_type, f.lesson FROM feedback_notes f
+             WHERE f.id > after_id AND f.status <> 'purged'
+               AND (_fb_vector(f, slot) IS NULL OR _fb_vector_model(f, slot) IS DISTINCT FROM key)
+             ORDER BY f.id LIMIT batch_size) b;
     IF ids IS NULL THEN
-        RETURN QUERY SELECT 0, after_id;
+        RETURN QUERY SELECT 0, 0, after_id;
         RETURN;
     END IF;
     vectors := fb_embed_batch(docs, false, key);
@@ -1605,12 +1692,14 @@ BEGIN
            embedding_model = CASE WHEN slot = 1 THEN key ELSE f.embedding_model END,
            embedding_alt = CASE WHEN slot = 2 THEN e.v ELSE f.embedding_alt END,
            embedding_alt_model = CASE WHEN slot = 2 THEN key ELSE f.embedding_alt_model END
-      FROM unnest(ids, vectors) AS e(id, v)
-     WHERE f.id = e.id;
+      FROM unnest(ids, vectors, docs) AS e(id, v, doc)
+     WHERE f.id = e.id AND e.v IS NOT NULL AND fb_document_text(f.task_type, f.lesson) = e.doc
+       AND f.status <> 'purged';
+    GET DIAGNOSTICS n = ROW_COUNT;
     UPDATE feedback_reembed_runs r
-       SET rows_done = r.rows_done + cardinality(ids), updated_at = clock_timestamp()
+       SET rows_done = r.rows_done + n, updated_at = clock_timestamp()
      WHERE r.id = run_id;
-    RETURN QUERY SELECT cardinality(ids), ids[cardinality(ids)];
+    RETURN QUERY SELECT cardinality(ids), n, ids[cardinality(ids)];
 END $$;
 COMMENT ON FUNCTION _fb_reembed_step(bigint, text, smallint, bigint, integer) IS
     'Internal: one committed batch of fb_reembed.';
@@ -1671,13 +1760,14 @@ CREATE FUNCTION fb_switch_model(model text, force boolean DEFAULT false)
 #variable_conflict use_variable
 DECLARE
     k text := _fb_resolve_model(model);
-    old text := _fb_active_model();
+    old text;
     target smallint;
     before_recall real;
     after_recall real;
     missing bigint;
     locked_at timestamptz;
     caught integer := 0;
+    after_id bigint := 0;
     step record;
 BEGIN
     IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user) THEN
@@ -1685,9 +1775,9 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'Every note and query must move to the new vector space at once: ask a superuser.';
     END IF;
-    IF k = old THEN
+    IF k = _fb_active_model() THEN
         RAISE NOTICE 'model % is already the active one', k;
-        RETURN QUERY SELECT old, k, 0, NULL::real, NULL::real, interval '0';
+        RETURN QUERY SELECT k, k, 0, NULL::real, NULL::real, interval '0';
         RETURN;
     END IF;
     target := _fb_slot_of(k);
@@ -1708,12 +1798,20 @@ BEGIN
                       HINT = 'Check the golden questions, or switch anyway with force => true.';
         END IF;
     END IF;
+    -- From here writers wait (readers do not): the slots are locked as fb_reembed locks them, and checked again.
     LOCK TABLE feedback_notes IN SHARE ROW EXCLUSIVE MODE;
     locked_at := clock_timestamp();
+    PERFORM 1 FROM feedback_embedding_slots s ORDER BY s.slot FOR UPDATE;
+    old := _fb_active_model();
+    IF _fb_slot_of(k) IS DISTINCT FROM target OR target = _fb_active_slot() THEN
+        RAISE EXCEPTION 'the slots changed while fb_switch_model checked model %', k
+            USING ERRCODE = 'serialization_failure', HINT = 'Run fb_switch_model again.';
+    END IF;
     LOOP
-        SELECT * INTO step FROM _fb_reembed_step(NULL, k, target, 0, 1000);
+        SELECT * INTO step FROM _fb_reembed_step(NULL, k, target, after_id, 1000);
         EXIT WHEN step.done = 0;
-        caught := caught + step.done;
+        caught := caught + step.written;
+        after_id := step.last_id;
     END LOOP;
     UPDATE feedback_embedding_slots s SET active = false WHERE s.active;
     UPDATE feedback_embedding_slots s SET active = true, assigned_at = now(), assigned_by = _fb_actor()
@@ -1802,7 +1900,8 @@ GRANT EXECUTE ON FUNCTION
     fb_ingest(text, text, text, text, text, text),
     fb_ingest_batch(fb_note_input[], text),
     _fb_clean_note(text, text, text, text, text), _fb_cleaned(feedback_notes), _fb_source(text),
-    _fb_resubmit(feedback_notes), _fb_next_note_id(), _fb_pin_model(),
+    _fb_resubmit(feedback_notes), _fb_next_note_id(), _fb_pin_model(), _fb_lock_active_model(),
+    _fb_with_vector(feedback_notes, smallint, vector, text),
     _fb_ingest_outcomes(text[]),
     _fb_tenant_allowed(text), _fb_restoring(text), _fb_review_mode(), _fb_restore_mode(),
     _fb_on_conflict_do_nothing(oid)

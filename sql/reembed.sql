@@ -56,7 +56,7 @@ COMMENT ON VIEW feedback_reembed_progress IS
 -- How many notes each model has vectors for, and how many the active model misses (invisible to search).
 CREATE VIEW feedback_embedding_status AS
 WITH per_model AS (
-    SELECT v.model, count(*) AS notes
+    SELECT v.model, count(DISTINCT n.id) AS notes
       FROM feedback_notes n
      CROSS JOIN LATERAL (VALUES (n.embedding_model, n.embedding IS NOT NULL),
                                 (n.embedding_alt_model, n.embedding_alt IS NOT NULL)) AS v(model, present)
@@ -78,8 +78,9 @@ COMMENT ON VIEW feedback_embedding_status IS
     'model no slot holds), how many notes (not purged) it has vectors for, and how many it lacks. The active '
     'model''s notes_missing are invisible to retrieval until embedded (fb_reembed).';
 
--- The first step of fb_reembed: the model's key and the slot it fills (the one that is not active), the slot
--- assigned to it, and a run row. NULL slot: the model is already the active one.
+-- The first step of fb_reembed: the model's key, the slot it fills and a run row. Another model goes to the
+-- standby slot (assigned to it). The active model fills its own slot's gaps: notes restored without a vector of
+-- it, or left from an update of an older version whose model is no longer installed.
 CREATE FUNCTION _fb_reembed_start(model text, batch_size integer)
     RETURNS TABLE (run_id bigint, key text, slot smallint)
     LANGUAGE plpgsql
@@ -98,18 +99,19 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Notes embedded and committed per step, e.g. 256.';
     END IF;
     PERFORM _fb_pin_model();
+    -- Slot assignments change one at a time (fb_switch_model takes the same lock).
+    PERFORM 1 FROM feedback_embedding_slots s ORDER BY s.slot FOR UPDATE;
     IF k = _fb_active_model() THEN
-        RAISE NOTICE 'model % is already the active one: nothing to re-embed', k;
-        RETURN QUERY SELECT NULL::bigint, k, NULL::smallint;
-        RETURN;
+        target := _fb_active_slot();
+    ELSE
+        target := 3 - _fb_active_slot();
+        -- The standby slot now holds this model; vectors another model left there are replaced as the run goes.
+        INSERT INTO feedback_embedding_slots AS s (slot, model, active, assigned_by)
+        VALUES (target, k, false, _fb_actor())
+        ON CONFLICT ON CONSTRAINT feedback_embedding_slots_pkey DO UPDATE
+           SET model = excluded.model, assigned_at = now(), assigned_by = excluded.assigned_by
+         WHERE s.model IS DISTINCT FROM excluded.model;
     END IF;
-    target := 3 - _fb_active_slot();
-    -- The standby slot now holds this model; vectors another model left there are replaced as the run goes.
-    INSERT INTO feedback_embedding_slots AS s (slot, model, active, assigned_by)
-    VALUES (target, k, false, _fb_actor())
-    ON CONFLICT ON CONSTRAINT feedback_embedding_slots_pkey DO UPDATE
-       SET model = excluded.model, assigned_at = now(), assigned_by = excluded.assigned_by
-     WHERE s.model IS DISTINCT FROM excluded.model;
     SELECT count(*), count(*) FILTER (WHERE _fb_vector_model(n, target) = k AND _fb_vector(n, target) IS NOT NULL)
       INTO total, before
       FROM feedback_notes n WHERE n.status <> 'purged';
@@ -119,13 +121,15 @@ BEGIN
     RETURN QUERY SELECT run, k, target;
 END $$;
 COMMENT ON FUNCTION _fb_reembed_start(text, integer) IS
-    'Internal: first step of fb_reembed (the model''s key, the standby slot assigned to it, a progress row).';
+    'Internal: first step of fb_reembed (the model''s key, the slot it fills, a progress row).';
 
 -- One batch of fb_reembed: the next notes (by id, after after_id) whose vector in the slot is missing or of
--- another model, embedded in batched model runs and written to the slot. The rows are locked for the batch, so an
--- edit made meanwhile waits and then re-embeds its own text. Returns how many and the last id.
+-- another model, embedded in batched model runs and written to the slot. No row is locked while the model runs:
+-- a note edited meanwhile (its embedded text changed) is skipped here, keeps the vector its edit gave it, and is
+-- picked up by a later run or the switch. Refuses when the slot was given to another model meanwhile. Returns
+-- how many notes were read, how many written, and the last id read.
 CREATE FUNCTION _fb_reembed_step(run_id bigint, key text, slot smallint, after_id bigint, batch_size integer)
-    RETURNS TABLE (done integer, last_id bigint)
+    RETURNS TABLE (done integer, written integer, last_id bigint)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
@@ -134,16 +138,22 @@ DECLARE
     ids bigint[];
     docs text[];
     vectors vector[];
+    n integer;
 BEGIN
+    PERFORM 1 FROM feedback_embedding_slots s WHERE s.slot = slot AND s.model = key FOR SHARE;
+    IF NOT FOUND AND key IS DISTINCT FROM _fb_active_model() THEN
+        RAISE EXCEPTION 'slot % no longer holds model %', slot, key
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Another fb_reembed gave the slot to another model; run one re-embed at a time.';
+    END IF;
     SELECT array_agg(b.id ORDER BY b.id), array_agg(fb_document_text(b.task_type, b.lesson) ORDER BY b.id)
       INTO ids, docs
-      FROM (SELECT n.id, n.task_type, n.lesson FROM feedback_notes n
-             WHERE n.id > after_id AND n.status <> 'purged'
-               AND (_fb_vector(n, slot) IS NULL OR _fb_vector_model(n, slot) IS DISTINCT FROM key)
-             ORDER BY n.id LIMIT batch_size
-               FOR UPDATE) b;
+      FROM (SELECT f.id, f.task_type, f.lesson FROM feedback_notes f
+             WHERE f.id > after_id AND f.status <> 'purged'
+               AND (_fb_vector(f, slot) IS NULL OR _fb_vector_model(f, slot) IS DISTINCT FROM key)
+             ORDER BY f.id LIMIT batch_size) b;
     IF ids IS NULL THEN
-        RETURN QUERY SELECT 0, after_id;
+        RETURN QUERY SELECT 0, 0, after_id;
         RETURN;
     END IF;
     vectors := fb_embed_batch(docs, false, key);
@@ -152,12 +162,14 @@ BEGIN
            embedding_model = CASE WHEN slot = 1 THEN key ELSE f.embedding_model END,
            embedding_alt = CASE WHEN slot = 2 THEN e.v ELSE f.embedding_alt END,
            embedding_alt_model = CASE WHEN slot = 2 THEN key ELSE f.embedding_alt_model END
-      FROM unnest(ids, vectors) AS e(id, v)
-     WHERE f.id = e.id;
+      FROM unnest(ids, vectors, docs) AS e(id, v, doc)
+     WHERE f.id = e.id AND e.v IS NOT NULL AND fb_document_text(f.task_type, f.lesson) = e.doc
+       AND f.status <> 'purged';
+    GET DIAGNOSTICS n = ROW_COUNT;
     UPDATE feedback_reembed_runs r
-       SET rows_done = r.rows_done + cardinality(ids), updated_at = clock_timestamp()
+       SET rows_done = r.rows_done + n, updated_at = clock_timestamp()
      WHERE r.id = run_id;
-    RETURN QUERY SELECT cardinality(ids), ids[cardinality(ids)];
+    RETURN QUERY SELECT cardinality(ids), n, ids[cardinality(ids)];
 END $$;
 COMMENT ON FUNCTION _fb_reembed_step(bigint, text, smallint, bigint, integer) IS
     'Internal: one committed batch of fb_reembed.';
@@ -218,13 +230,14 @@ CREATE FUNCTION fb_switch_model(model text, force boolean DEFAULT false)
 #variable_conflict use_variable
 DECLARE
     k text := _fb_resolve_model(model);
-    old text := _fb_active_model();
+    old text;
     target smallint;
     before_recall real;
     after_recall real;
     missing bigint;
     locked_at timestamptz;
     caught integer := 0;
+    after_id bigint := 0;
     step record;
 BEGIN
     IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user) THEN
@@ -232,9 +245,9 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'Every note and query must move to the new vector space at once: ask a superuser.';
     END IF;
-    IF k = old THEN
+    IF k = _fb_active_model() THEN
         RAISE NOTICE 'model % is already the active one', k;
-        RETURN QUERY SELECT old, k, 0, NULL::real, NULL::real, interval '0';
+        RETURN QUERY SELECT k, k, 0, NULL::real, NULL::real, interval '0';
         RETURN;
     END IF;
     target := _fb_slot_of(k);
@@ -255,12 +268,20 @@ BEGIN
                       HINT = 'Check the golden questions, or switch anyway with force => true.';
         END IF;
     END IF;
+    -- From here writers wait (readers do not): the slots are locked as fb_reembed locks them, and checked again.
     LOCK TABLE feedback_notes IN SHARE ROW EXCLUSIVE MODE;
     locked_at := clock_timestamp();
+    PERFORM 1 FROM feedback_embedding_slots s ORDER BY s.slot FOR UPDATE;
+    old := _fb_active_model();
+    IF _fb_slot_of(k) IS DISTINCT FROM target OR target = _fb_active_slot() THEN
+        RAISE EXCEPTION 'the slots changed while fb_switch_model checked model %', k
+            USING ERRCODE = 'serialization_failure', HINT = 'Run fb_switch_model again.';
+    END IF;
     LOOP
-        SELECT * INTO step FROM _fb_reembed_step(NULL, k, target, 0, 1000);
+        SELECT * INTO step FROM _fb_reembed_step(NULL, k, target, after_id, 1000);
         EXIT WHEN step.done = 0;
-        caught := caught + step.done;
+        caught := caught + step.written;
+        after_id := step.last_id;
     END LOOP;
     UPDATE feedback_embedding_slots s SET active = false WHERE s.active;
     UPDATE feedback_embedding_slots s SET active = true, assigned_at = now(), assigned_by = _fb_actor()

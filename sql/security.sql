@@ -71,7 +71,8 @@ GRANT EXECUTE ON FUNCTION
     fb_ingest(text, text, text, text, text, text),
     fb_ingest_batch(fb_note_input[], text),
     _fb_clean_note(text, text, text, text, text), _fb_cleaned(feedback_notes), _fb_source(text),
-    _fb_resubmit(feedback_notes), _fb_next_note_id(), _fb_pin_model(),
+    _fb_resubmit(feedback_notes), _fb_next_note_id(), _fb_pin_model(), _fb_lock_active_model(),
+    _fb_with_vector(feedback_notes, smallint, vector, text),
     _fb_ingest_outcomes(text[]),
     _fb_tenant_allowed(text), _fb_restoring(text), _fb_review_mode(), _fb_restore_mode(),
     _fb_on_conflict_do_nothing(oid)

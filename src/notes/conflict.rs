@@ -9,8 +9,8 @@ use pgrx::prelude::*;
 use pgrx::PgList;
 
 /// Whether the statement the client is running is an `INSERT INTO <relation> ... ON CONFLICT DO NOTHING` (also
-/// inside a WITH query).
-#[pg_extern(stable, parallel_safe)]
+/// inside a WITH query). VOLATILE: the answer depends on the statement running, not on the arguments.
+#[pg_extern(volatile, parallel_restricted)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_on_conflict_do_nothing(relation: pg_sys::Oid) -> bool {
     // SAFETY: ActivePortal and the plans it holds are valid for the duration of the statement that calls us;

@@ -20,8 +20,9 @@ from harness import connect as _connect, run_tests
 PORT = int(sys.argv[1])
 PG_BIN = sys.argv[2]
 ONLY = sys.argv[3:]
-DATABASES = [f"fb_survive_{name}" for name in ("up", "fresh", "src", "plain", "custom", "trust", "big", "recall")]
-UP, FRESH, SRC, PLAIN, CUSTOM, TRUST, BIG, RECALL = DATABASES
+DATABASES = [f"fb_survive_{name}" for name in ("up", "fresh", "src", "plain", "custom", "trust", "big", "recall",
+                                               "pin", "gap")]
+UP, FRESH, SRC, PLAIN, CUSTOM, TRUST, BIG, RECALL, PIN, GAP = DATABASES
 WRITER, REVIEWER = "fb_survive_w", "fb_survive_r"
 BGE, MINI = "bge-small-en-v1.5", "all-MiniLM-L6-v2"
 
@@ -286,6 +287,23 @@ def test_restore_by_writer_is_not_trusted():
     assert len(rows) == 2, rows
     for row, status in zip(rows, ("pending", "active")):
         assert row[1:] == (True, True, True, True, True, True, 1, WRITER, status), f"forged fields kept: {row}"
+    # A reviewer's row is a new note even with its content_hash: screened (held), server id and hash.
+    planted = ("INSERT INTO feedback_notes (id, content_hash, task_type, lesson, correction, status, report_count)"
+               " VALUES (%s, %s, %s, %s, %s, 'active', 99)")
+    with connect(TRUST, user=REVIEWER) as r:
+        reviewer_injection = (injection[0], injection[1] + " Reviewed.", injection[2])
+        r.execute(planted, (9223372036854775807, copied_hash, *reviewer_injection))
+        row = r.execute("SELECT id < 1000, content_hash = fb_content_hash(task_type, lesson, correction), status,"
+                        " report_count FROM feedback_notes WHERE lesson = %s", (reviewer_injection[1],)).fetchone()
+        assert row == (True, True, "pending", 1), f"a reviewer's row kept forged fields: {row}"
+        # With restore_mode it keeps status and counts, but the id and hash are the server's, and it is audited.
+        r.execute("SET pg_feedback.restore_mode = on")
+        r.execute(planted, (9223372036854775806, "0" * 64, P, "Restored by a reviewer: keep this.", "Kept."))
+        row = r.execute("SELECT id < 1000, content_hash = fb_content_hash(task_type, lesson, correction), status,"
+                        " report_count FROM feedback_notes WHERE lesson LIKE 'Restored by a reviewer%'").fetchone()
+        assert row == (True, True, "active", 99), f"a reviewer's restore: {row}"
+        assert one(r, "SELECT count(*) FROM feedback_audit WHERE action = 'restore' AND actor = %s", (REVIEWER,)) == 1
+        assert one(r, "SELECT id FROM fb_ingest(%s, '', 'c', 'A note after the restore.')", (P,)) < 1000
 
 
 def test_reembed_cancel_resume_switch():
@@ -438,6 +456,59 @@ def test_switch_refuses_a_recall_drop():
         print(f"# recall guard: {BGE} {recall[BGE]:.2f} -> {MINI} {recall[MINI]:.2f} refused, forced", flush=True)
 
 
+def test_upgrade_pins_the_notes_model_and_keeps_foreign_keys():
+    """0.1.0 let a session embed with another model: the update pins the model the notes were embedded with, and
+    refuses (changing nothing) while another table's foreign key references the notes."""
+    create_database(PIN, "CREATE EXTENSION vector", "CREATE EXTENSION pg_feedback VERSION '0.1.0'")
+    with connect(PIN) as c:
+        c.execute(f"SET pg_feedback.embedding_model = '{MINI}'")
+        for note in NOTES[:4]:
+            ingest(c, note)
+        c.execute("CREATE TABLE my_links (note_id text REFERENCES feedback_notes (id))")
+        c.execute("INSERT INTO my_links SELECT id FROM feedback_notes LIMIT 1")
+    with connect(PIN) as c:   # a new session: pg_feedback.embedding_model is the default (bge) here
+        expect_error(c, "ALTER EXTENSION pg_feedback UPDATE", "2BP01")
+        assert one(c, "SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback'") == "0.1.0"
+        assert one(c, "SELECT count(*) FROM my_links JOIN feedback_notes n ON n.id = my_links.note_id") == 1
+        c.execute("DROP TABLE my_links")
+        c.execute("ALTER EXTENSION pg_feedback UPDATE")
+        assert one(c, "SELECT fb_embedding_model()").startswith(MINI + "@")
+        assert one(c, "SELECT count(*) FROM fb_retrieve(%s, %s)", QUERIES[0]) > 0
+        assert c.execute("SELECT state, notes_missing FROM feedback_embedding_status").fetchall() == [("active", 0)]
+
+
+def test_reembed_of_the_active_model_fills_its_gaps():
+    create_database(GAP, "CREATE EXTENSION pg_feedback CASCADE")
+    with connect(GAP) as c:
+        first = ingest(c, NOTES[0], "inserted")
+        # A restored note whose vector is another model's: invisible to search until re-embedded.
+        c.execute("INSERT INTO feedback_notes (content_hash, task_type, lesson, correction, embedding, embedding_model)"
+                  " SELECT fb_content_hash(%s, %s, %s), %s, %s, %s, embedding, 'other-model@' || repeat('0', 64)"
+                  " FROM feedback_notes WHERE id = %s", (*NOTES[1], *NOTES[1], first))
+        other = one(c, "SELECT id FROM feedback_notes WHERE lesson = %s", (NOTES[1][1],))
+        query = ("SELECT count(*) FROM fb_retrieve('Private keys committed as test fixtures', %s) WHERE id = %s")
+        assert one(c, query, (S, other)) == 0
+        c.execute(f"CALL fb_reembed('{BGE}')")
+        assert one(c, "SELECT embedding_model = fb_embedding_model() FROM feedback_notes WHERE id = %s", (other,))
+        assert one(c, query, (S, other)) == 1
+        assert one(c, "SELECT rows_done FROM feedback_reembed_progress") == 2
+
+
+def test_a_writer_older_than_a_switch_cannot_store_the_old_models_vector():
+    with connect(RECALL) as c, connect(RECALL, autocommit=False) as w:
+        assert one(c, "SELECT fb_embedding_model()").startswith(MINI + "@")   # after test_switch_refuses_a_recall_drop
+        w.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        one(w, "SELECT count(*) FROM feedback_active_notes")                 # the writer's snapshot: MiniLM active
+        c.execute("SELECT * FROM fb_switch_model(%s, force => true)", (BGE,))
+        expect_error(w, "SELECT * FROM fb_ingest(%s, '', 'Use a pool.', 'Opening a connection per request is slow.')",
+                     "40001", (P,))
+        w.rollback()
+        w.execute("SELECT * FROM fb_ingest(%s, '', 'Use a pool.', 'Opening a connection per request is slow.')", (P,))
+        w.commit()
+        assert one(c, "SELECT embedding_model = fb_embedding_model() FROM feedback_notes"
+                      " WHERE lesson = 'Opening a connection per request is slow.'")
+
+
 def setup_roles():
     create_database(TRUST, "CREATE EXTENSION pg_feedback CASCADE")   # the feedback_* groups exist from here on
     with connect("postgres") as c:
@@ -457,7 +528,9 @@ def cleanup():
 def main():
     tests = [test_upgrade_keeps_every_note, test_fresh_and_upgraded_schemas_match,
              test_dump_restore_round_trip_plain_and_custom, test_restore_by_writer_is_not_trusted,
-             test_reembed_cancel_resume_switch, test_switch_refuses_a_recall_drop]
+             test_reembed_cancel_resume_switch, test_switch_refuses_a_recall_drop,
+             test_a_writer_older_than_a_switch_cannot_store_the_old_models_vector,
+             test_upgrade_pins_the_notes_model_and_keeps_foreign_keys, test_reembed_of_the_active_model_fills_its_gaps]
     setup_roles()
     try:
         run_tests("survive", [t for t in tests if not ONLY or t.__name__ in ONLY])
