@@ -22,14 +22,15 @@ fn _fb_embed(text: &str, query: bool) -> Vec<f32> {
     if query {
         host::embed_query(&gucs::embedding_model(), text)
     } else {
-        host::embed(&[text], TextRole::Document).pop().unwrap_or_default()
+        host::embed(&gucs::embedding_model(), &[text], TextRole::Document).pop().unwrap_or_default()
     }
 }
 
 #[pg_extern(sql = false)]
 fn _fb_embed_batch(texts: Array<&str>, query: bool) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let inputs: Vec<Option<&str>> = texts.iter().collect();
-    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(present, role(query))))
+    let model = gucs::embedding_model();
+    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(&model, present, role(query))))
 }
 
 #[pg_extern(sql = false)]

@@ -4,8 +4,7 @@
 use std::cell::RefCell;
 
 use feedback_core::model::{
-    installed_key, resolve_key, split_key, HostConfig, HostStats, LocalHost, ModelError, ModelHost, QueryCache,
-    TextRole,
+    installed_key, HostConfig, HostStats, LocalHost, ModelError, ModelHost, QueryCache, TextRole,
 };
 use pgrx::check_for_interrupts;
 
@@ -34,48 +33,33 @@ fn between_runs() {
     check_for_interrupts!();
 }
 
-fn try_embed(model: String, texts: &[&str], role: TextRole) -> Result<Vec<Vec<f32>>, FbError> {
+fn try_embed(model: &str, texts: &[&str], role: TextRole) -> Result<Vec<Vec<f32>>, FbError> {
     texts.iter().for_each(|t| check_size("text", t));
-    try_run("pg_feedback.embedding_model", model, |host, cfg, model| {
+    try_run("pg_feedback.embedding_model", model.to_string(), |host, cfg, model| {
         host.embed(cfg, model, texts, role, &mut between_runs)
     })
 }
 
-/// Embeds `texts` with the model named by `pg_feedback.embedding_model`, in input order, in runs bounded by
-/// `pg_feedback.embed_batch_size` and `pg_feedback.max_batch_tokens`; cancellable between model runs.
-pub fn embed(texts: &[&str], role: TextRole) -> Vec<Vec<f32>> {
-    try_embed(gucs::embedding_model(), texts, role).or_report()
+/// Embeds `texts` with `model` (a pinned key `name@sha256`, whose loaded weights must be the pinned ones, or a
+/// folder name), in input order, in runs bounded by `pg_feedback.embed_batch_size` and
+/// `pg_feedback.max_batch_tokens`; cancellable between model runs.
+pub fn embed(model: &str, texts: &[&str], role: TextRole) -> Vec<Vec<f32>> {
+    try_embed(model, texts, role).or_report()
 }
 
-/// The folder of the model pinned as `key` (`name@sha256`), once the installed files are checked to be that
-/// model: vectors of another build of a model never pass for the pinned one's.
-pub fn pinned_model(key: &str) -> String {
-    resolve_key(&gucs::host_config(), key)
-        .map(str::to_string)
-        .map_err(FbError::model("pg_feedback.embedding_model"))
-        .or_report()
-}
-
-/// The key (`name@sha256`) of the installed embedding model `name`.
+/// The key (`name@sha256`) of the installed embedding model `name`, read from its manifest.
 pub fn model_key(name: &str) -> String {
     installed_key(&gucs::host_config(), name).map_err(FbError::model("pg_feedback.embedding_model")).or_report()
 }
 
-/// Embeds `texts` with the pinned model `key` (see [`embed`] for the runs).
-pub fn embed_pinned(key: &str, texts: &[&str], role: TextRole) -> Vec<Vec<f32>> {
-    try_embed(pinned_model(key), texts, role).or_report()
-}
-
-/// A query's embedding, through the backend's bounded cache keyed by (model, text). `model` is a pinned key
-/// (checked against the installed files on a cache miss) or, for the 0.1.0 SQL API, a folder name.
+/// A query's embedding by `model` (as for [`embed`]), through the backend's bounded cache keyed by (model, text).
 pub fn embed_query(model: &str, text: &str) -> Vec<f32> {
     QUERY_CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
         cache.set_capacity(gucs::query_cache_size());
         cache
             .get_or_insert(model, text, || {
-                let folder = if split_key(model).is_some() { pinned_model(model) } else { model.to_string() };
-                try_embed(folder, &[text], TextRole::Query).map(|v| v.into_iter().next().unwrap_or_default())
+                try_embed(model, &[text], TextRole::Query).map(|v| v.into_iter().next().unwrap_or_default())
             })
             .or_report()
     })

@@ -20,7 +20,7 @@ fn _fb_embed_with(model: &str, texts: Array<&str>, query: bool) -> SetOfIterator
         return SetOfIterator::new(vec![inputs[0].map(|t| host::embed_query(model, t))]);
     }
     let role = if query { TextRole::Query } else { TextRole::Document };
-    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed_pinned(model, present, role)))
+    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(model, present, role)))
 }
 
 /// The key (`name@sha256` of its weights) of the installed embedding model `name`.

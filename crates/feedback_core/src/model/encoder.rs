@@ -277,6 +277,11 @@ impl Embedder {
         &self.model.manifest.name
     }
 
+    /// The manifest the loaded files were verified against.
+    pub fn manifest(&self) -> &Manifest {
+        &self.model.manifest
+    }
+
     /// Model runs this session has made so far.
     pub fn runs(&self) -> u64 {
         self.model.runs

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use super::encoder::{CrossEncoder, Embedder, RunLimits, SessionOptions, TextRole};
 use super::error::{ModelError, Result};
+use super::pin::{model_key, parse_model};
 use super::runtime;
 
 /// Where models and the runtime live, and how to run them. Read from settings on every call, so a changed
@@ -126,10 +127,19 @@ impl LocalHost {
         self.cpu_arena = enabled;
     }
 
+    /// `model` is a folder name, or a pinned key `name@sha256`: then the loaded session's weights (checked against
+    /// their manifest's sha256 when they were loaded) must be the pinned ones. Once the session is loaded that
+    /// check reads no file: it compares the checksum the session was verified against.
     pub fn embedder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut Embedder> {
-        cached(&mut self.embedders, key(cfg, model, self.cpu_arena)?, |k| {
+        let (name, pinned) = parse_model(model)?;
+        let embedder = cached(&mut self.embedders, key(cfg, name, self.cpu_arena)?, |k| {
             Embedder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.options, cfg.dimensions)
-        })
+        })?;
+        let loaded = model_key(name, embedder.manifest());
+        if pinned && loaded != model {
+            return Err(ModelError::Changed { pinned: model.to_string(), installed: loaded });
+        }
+        Ok(embedder)
     }
 
     pub fn cross_encoder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut CrossEncoder> {

@@ -17,6 +17,6 @@ pub use encoder::{plan_runs, CrossEncoder, Embedder, RunLimits, SessionOptions, 
 pub use error::{ModelError, Result};
 pub use host::{HostConfig, HostStats, LocalHost, ModelHost, CPU_ARENA};
 pub use manifest::{sha256_hex, Manifest, ModelKind, Pooling, MANIFEST_FILE};
-pub use pin::{installed_key, model_key, resolve_key, split_key};
+pub use pin::{installed_key, model_key, split_key};
 pub use pooling::{cosine, l2_normalize, pool};
 pub use query_cache::QueryCache;

@@ -40,16 +40,14 @@ pub fn installed_key(cfg: &HostConfig, name: &str) -> Result<String> {
     Ok(model_key(name, &manifest))
 }
 
-/// The folder name to load for a pinned key, once the installed model is checked to be the pinned one.
-pub fn resolve_key<'k>(cfg: &HostConfig, key: &'k str) -> Result<&'k str> {
-    let Some((name, _)) = split_key(key) else {
-        return Err(ModelError::InvalidKey { key: key.to_string() });
-    };
-    let installed = installed_key(cfg, name)?;
-    if installed != key {
-        return Err(ModelError::Changed { pinned: key.to_string(), installed });
+/// The folder name to load for `model`, a folder name or a pinned key, and the key when it is one. A name with
+/// an `@` that is no key is refused.
+pub(crate) fn parse_model(model: &str) -> Result<(&str, bool)> {
+    match split_key(model) {
+        Some((name, _)) => Ok((name, true)),
+        None if model.contains('@') => Err(ModelError::InvalidKey { key: model.to_string() }),
+        None => Ok((model, false)),
     }
-    Ok(name)
 }
 
 #[cfg(test)]
