@@ -56,21 +56,8 @@ fn fb_models() -> TableIterator<
         name!(source, String),
     ),
 > {
-    TableIterator::new(
-        crate::embed::installed()
-            .into_iter()
-            .map(|(folder, m)| {
-                (
-                    folder,
-                    m.kind.as_str().to_string(),
-                    m.dimensions as i32,
-                    m.pooling.map(|p| p.as_str().to_string()),
-                    m.query_prefix,
-                    m.max_tokens as i32,
-                    m.source,
-                )
-            })
-            .collect::<Vec<_>>(),
-    )
+    let rows = crate::embed::installed_rows();
+    TableIterator::new(rows.into_iter().map(|(name, kind, dims, pooling, prefix, max_tokens, _, _, source)| {
+        (name, kind, dims, pooling, prefix, max_tokens, source)
+    }))
 }
-

@@ -53,7 +53,7 @@ fn fb_count_tokens(text: &str) -> i32 {
 }
 
 /// The model folders in `pg_feedback.model_dir` with a readable manifest, sorted by name.
-pub fn installed() -> Vec<(String, Manifest)> {
+fn installed() -> Vec<(String, Manifest)> {
     let dir = gucs::host_config().model_dir;
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
@@ -64,6 +64,33 @@ pub fn installed() -> Vec<(String, Manifest)> {
         .filter_map(|path| {
             let folder = path.file_name()?.to_string_lossy().into_owned();
             Manifest::read(&path).ok().map(|m| (folder, m))
+        })
+        .collect()
+}
+
+/// One installed model as `_fb_installed_models` (and the 0.1.0 `fb_models`) show it.
+pub type ModelRow = (String, String, i32, Option<String>, String, i32, String, Option<String>, String);
+
+/// The installed models' rows: name, kind, dimensions, pooling, query prefix, max tokens, weights sha256, the
+/// key an embedding model is pinned by, source.
+pub fn installed_rows() -> Vec<ModelRow> {
+    installed()
+        .into_iter()
+        .map(|(folder, m)| {
+            let key = (m.kind == ModelKind::Embedding).then(|| model_key(&folder, &m));
+            let sha256 = m.files.get(&m.onnx).cloned().unwrap_or_default();
+            let pooling = m.pooling.map(|p| p.as_str().to_string());
+            (
+                folder,
+                m.kind.as_str().to_string(),
+                m.dimensions as i32,
+                pooling,
+                m.query_prefix,
+                m.max_tokens as i32,
+                sha256,
+                key,
+                m.source,
+            )
         })
         .collect()
 }
@@ -86,24 +113,7 @@ fn _fb_installed_models() -> TableIterator<
         name!(source, String),
     ),
 > {
-    let rows: Vec<_> = installed()
-        .into_iter()
-        .map(|(folder, m)| {
-            let key = (m.kind == ModelKind::Embedding).then(|| model_key(&folder, &m));
-            (
-                folder,
-                m.kind.as_str().to_string(),
-                m.dimensions as i32,
-                m.pooling.map(|p| p.as_str().to_string()),
-                m.query_prefix.clone(),
-                m.max_tokens as i32,
-                m.files.get(&m.onnx).cloned().unwrap_or_default(),
-                key,
-                m.source,
-            )
-        })
-        .collect();
-    TableIterator::new(rows)
+    TableIterator::new(installed_rows())
 }
 
 /// This backend's model activity: runs and texts, loaded sessions. Resets when the session ends.
