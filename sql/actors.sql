@@ -44,10 +44,11 @@ COMMENT ON FUNCTION _fb_tenant_allowed(text) IS
 CREATE FUNCTION _fb_restoring(content_hash text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN (SELECT CASE WHEN r.rolsuper AND (content_hash IS NOT NULL OR _fb_restore_mode()) THEN 'superuser'
-                        WHEN NOT r.rolsuper AND _fb_restore_mode()
-                             AND pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER') THEN 'reviewer' END
-              FROM pg_catalog.pg_roles r WHERE r.rolname = _fb_actor());
+    RETURN CASE WHEN content_hash IS NOT NULL OR _fb_restore_mode() THEN   -- else a new note: no role lookup
+               (SELECT CASE WHEN r.rolsuper THEN 'superuser'
+                            WHEN _fb_restore_mode() AND pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER')
+                            THEN 'reviewer' END
+                  FROM pg_catalog.pg_roles r WHERE r.rolname = _fb_actor()) END;
 COMMENT ON FUNCTION _fb_restoring(text) IS
     'Internal: whether an inserted row is restored and how far it is trusted: superuser (kept as sent: it carries '
     'its content_hash, or restore_mode), reviewer (restore_mode: server id and hash, audited) or NULL (a new note).';

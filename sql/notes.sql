@@ -698,9 +698,10 @@ BEGIN
 
     RETURN QUERY
     WITH input AS (
-        SELECT n.ord, c.content_hash AS hash
+        -- The stored content hash: of the redacted text (the insert already refused blank or oversized fields).
+        SELECT n.ord, fb_content_hash(n.task_type, fb_redact(n.lesson), fb_redact(n.correction),
+                                      fb_ingest_batch.tenant) AS hash
           FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
-         CROSS JOIN LATERAL _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, fb_ingest_batch.tenant) c
     ), outcome AS (
         SELECT * FROM _fb_ingest_outcomes((SELECT array_agg(hash) FROM input))
     )

@@ -139,10 +139,11 @@ AS 'MODULE_PATHNAME', '_fb_on_conflict_do_nothing_wrapper';
 CREATE FUNCTION _fb_restoring(content_hash text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN (SELECT CASE WHEN r.rolsuper AND (content_hash IS NOT NULL OR _fb_restore_mode()) THEN 'superuser'
-                        WHEN NOT r.rolsuper AND _fb_restore_mode()
-                             AND pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER') THEN 'reviewer' END
-              FROM pg_catalog.pg_roles r WHERE r.rolname = _fb_actor());
+    RETURN CASE WHEN content_hash IS NOT NULL OR _fb_restore_mode() THEN   -- else a new note: no role lookup
+               (SELECT CASE WHEN r.rolsuper THEN 'superuser'
+                            WHEN _fb_restore_mode() AND pg_catalog.pg_has_role(r.oid, 'feedback_reviewer', 'MEMBER')
+                            THEN 'reviewer' END
+                  FROM pg_catalog.pg_roles r WHERE r.rolname = _fb_actor()) END;
 COMMENT ON FUNCTION _fb_restoring(text) IS
     'Internal: whether an inserted row is restored and how far it is trusted: superuser (kept as sent: it carries '
     'its content_hash, or restore_mode), reviewer (restore_mode: server id and hash, audited) or NULL (a new note).';
@@ -1073,9 +1074,10 @@ BEGIN
 
     RETURN QUERY
     WITH input AS (
-        SELECT n.ord, c.content_hash AS hash
+        -- The stored content hash: of the redacted text (the insert already refused blank or oversized fields).
+        SELECT n.ord, fb_content_hash(n.task_type, fb_redact(n.lesson), fb_redact(n.correction),
+                                      fb_ingest_batch.tenant) AS hash
           FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
-         CROSS JOIN LATERAL _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, fb_ingest_batch.tenant) c
     ), outcome AS (
         SELECT * FROM _fb_ingest_outcomes((SELECT array_agg(hash) FROM input))
     )
