@@ -112,9 +112,9 @@ CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20)
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         WITH queries AS (
-            SELECT n.task_type, _fb_vector(n) AS embedding
-              FROM feedback_notes n
-             WHERE n.status = 'active' AND _fb_vector_model(n) = _fb_active_model()
+            SELECT n.task_type, _fb_vector(n, a.slot) AS embedding
+              FROM feedback_notes n CROSS JOIN _fb_active() a
+             WHERE n.status = 'active' AND _fb_has_vector(n, a.slot, a.model)
              ORDER BY random()
              LIMIT sample
         ), per_query AS (

@@ -18,8 +18,16 @@ COMMENT ON TABLE feedback_embedding_slots IS
     'is active. Empty until the first note: the database then pins pg_feedback.embedding_model in slot 1. Changed '
     'only by fb_reembed and fb_switch_model (superuser).';
 
--- The active slot and model. Before the first note is stored: slot 1 and the model pg_feedback.embedding_model
--- names (the call also loads the library, so settings are defined when callers read them).
+-- The active slot and model, in one read. Before the first vector is stored: slot 1 and the key of the model
+-- pg_feedback.embedding_model names (the call also loads the library, so settings are defined when callers read
+-- them). A set-returning function, so a query that joins it reads the slots once, not per row.
+CREATE FUNCTION _fb_active() RETURNS TABLE (slot smallint, model text)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        SELECT coalesce(s.slot, 1::smallint), coalesce(s.model, _fb_default_model())
+          FROM (SELECT) AS one LEFT JOIN feedback_embedding_slots s ON s.active;
+    END;
 CREATE FUNCTION _fb_active_slot() RETURNS smallint
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -27,14 +35,15 @@ CREATE FUNCTION _fb_active_slot() RETURNS smallint
 CREATE FUNCTION _fb_active_model() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN coalesce((SELECT s.model FROM feedback_embedding_slots s WHERE s.active), _fb_default_model());
+    RETURN (SELECT a.model FROM _fb_active() a);
 -- The slot holding a model's vectors: the active slot for the active model, else the standby slot assigned to
 -- it; NULL when no slot holds it.
 CREATE FUNCTION _fb_slot_of(model text) RETURNS smallint
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN CASE WHEN model = _fb_active_model() THEN _fb_active_slot()
-                ELSE (SELECT s.slot FROM feedback_embedding_slots s WHERE s.model = $1 AND NOT s.active) END;
+    RETURN (SELECT CASE WHEN a.model = $1 THEN a.slot
+                        ELSE (SELECT s.slot FROM feedback_embedding_slots s WHERE s.model = $1 AND NOT s.active) END
+              FROM _fb_active() a);
 -- A model as callers name it (a folder name, or a key name@sha256) turned into its key; NULL: the active model.
 CREATE FUNCTION _fb_resolve_model(model text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -54,6 +63,7 @@ CREATE FUNCTION _fb_pin_model() RETURNS void
         ON CONFLICT DO NOTHING;
     END;
 
+COMMENT ON FUNCTION _fb_active() IS 'Internal: the active vector slot and model key, read once.';
 COMMENT ON FUNCTION _fb_active_slot() IS 'Internal: the vector slot retrieval reads (1: embedding, 2: embedding_alt).';
 COMMENT ON FUNCTION _fb_active_model() IS 'Internal: the key (name@sha256) of the active embedding model.';
 COMMENT ON FUNCTION _fb_slot_of(text) IS 'Internal: the slot holding a model''s vectors, NULL when none does.';

@@ -112,7 +112,7 @@ BEGIN
            SET model = excluded.model, assigned_at = now(), assigned_by = excluded.assigned_by
          WHERE s.model IS DISTINCT FROM excluded.model;
     END IF;
-    SELECT count(*), count(*) FILTER (WHERE _fb_vector_model(n, target) = k AND _fb_vector(n, target) IS NOT NULL)
+    SELECT count(*), count(*) FILTER (WHERE _fb_has_vector(n, target, k))
       INTO total, before
       FROM feedback_notes n WHERE n.status <> 'purged';
     INSERT INTO feedback_reembed_runs (model, slot, rows_total, rows_before, run_by)
@@ -137,7 +137,6 @@ CREATE FUNCTION _fb_reembed_step(run_id bigint, key text, slot smallint, after_i
 DECLARE
     ids bigint[];
     docs text[];
-    vectors vector[];
     n integer;
 BEGIN
     PERFORM 1 FROM feedback_embedding_slots s WHERE s.slot = slot AND s.model = key FOR SHARE;
@@ -150,22 +149,13 @@ BEGIN
       INTO ids, docs
       FROM (SELECT f.id, f.task_type, f.lesson FROM feedback_notes f
              WHERE f.id > after_id AND f.status <> 'purged'
-               AND (_fb_vector(f, slot) IS NULL OR _fb_vector_model(f, slot) IS DISTINCT FROM key)
+               AND NOT _fb_has_vector(f, slot, key)
              ORDER BY f.id LIMIT batch_size) b;
     IF ids IS NULL THEN
         RETURN QUERY SELECT 0, 0, after_id;
         RETURN;
     END IF;
-    vectors := fb_embed_batch(docs, false, key);
-    UPDATE feedback_notes f
-       SET embedding = CASE WHEN slot = 1 THEN e.v ELSE f.embedding END,
-           embedding_model = CASE WHEN slot = 1 THEN key ELSE f.embedding_model END,
-           embedding_alt = CASE WHEN slot = 2 THEN e.v ELSE f.embedding_alt END,
-           embedding_alt_model = CASE WHEN slot = 2 THEN key ELSE f.embedding_alt_model END
-      FROM unnest(ids, vectors, docs) AS e(id, v, doc)
-     WHERE f.id = e.id AND e.v IS NOT NULL AND fb_document_text(f.task_type, f.lesson) = e.doc
-       AND f.status <> 'purged';
-    GET DIAGNOSTICS n = ROW_COUNT;
+    n := _fb_store_vectors(ids, fb_embed_batch(docs, false, key), slot, key, docs);
     UPDATE feedback_reembed_runs r
        SET rows_done = r.rows_done + n, updated_at = clock_timestamp()
      WHERE r.id = run_id;
@@ -252,7 +242,7 @@ BEGIN
     END IF;
     target := _fb_slot_of(k);
     SELECT count(*) INTO missing FROM feedback_notes n
-     WHERE n.status <> 'purged' AND (_fb_vector(n, target) IS NULL OR _fb_vector_model(n, target) IS DISTINCT FROM k);
+     WHERE n.status <> 'purged' AND NOT _fb_has_vector(n, target, k);
     IF target IS NULL OR missing > 1000 THEN
         RAISE EXCEPTION 'model % is not re-embedded yet (% notes without its vectors)', k, coalesce(missing, -1)
             USING ERRCODE = 'object_not_in_prerequisite_state',
