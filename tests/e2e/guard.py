@@ -14,7 +14,7 @@ import time
 import psycopg
 from psycopg.types.composite import CompositeInfo, register_composite
 
-from harness import connect as _connect, fresh_database, run_tests
+from harness import connect as _connect, fresh_database, one, run_tests
 
 PORT = int(sys.argv[1])
 PG_BIN = sys.argv[2]
@@ -29,11 +29,6 @@ MODEL = None   # the key (name@sha256) of bge-small-en-v1.5, read from fb_models
 
 def connect(user="postgres", autocommit=True):
     return _connect(PORT, DB, user=user, autocommit=autocommit)
-
-
-def one(conn, sql, params=None):
-    row = conn.execute(sql, params).fetchone()
-    return row[0] if row and len(row) == 1 else row
 
 
 def expect_error(conn, sql, sqlstate, params=None):

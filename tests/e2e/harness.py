@@ -9,6 +9,12 @@ def connect(port, db, user="postgres", autocommit=True):
     return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname=db, autocommit=autocommit)
 
 
+def one(conn, sql, params=None):
+    """The single value of a one-column row, the row itself when it has several columns, or None."""
+    row = conn.execute(sql, params).fetchone()
+    return row[0] if row is not None and len(row) == 1 else row
+
+
 def fresh_database(port, db):
     """Drops and creates db with pg_feedback installed, as the superuser."""
     with connect(port, "postgres") as c:

@@ -15,7 +15,7 @@ import time
 import psycopg
 
 import compare
-from harness import connect as _connect, run_tests
+from harness import connect as _connect, one, run_tests
 
 PORT = int(sys.argv[1])
 PG_BIN = sys.argv[2]
@@ -74,11 +74,6 @@ QUERIES = [("is a key that was deleted in a later commit still a problem", S),
 
 def connect(db, user="postgres", autocommit=True):
     return _connect(PORT, db, user=user, autocommit=autocommit)
-
-
-def one(conn, sql, params=None):
-    row = conn.execute(sql, params).fetchone()
-    return row[0] if row is not None and len(row) == 1 else row
 
 
 def create_database(db, *statements):
