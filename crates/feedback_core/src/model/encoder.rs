@@ -115,8 +115,8 @@ impl Loaded {
         if manifest.kind != kind {
             return Err(ModelError::WrongKind {
                 name: manifest.name.clone(),
-                expected: kind.as_str(),
-                actual: manifest.kind.as_str(),
+                expected: kind.as_str().to_string(),
+                actual: manifest.kind.as_str().to_string(),
             });
         }
         let mut tokenizer = Self::tokenizer(&manifest, &manifest.read_verified(dir, &manifest.tokenizer)?)?;
@@ -372,6 +372,10 @@ impl CrossEncoder {
         &self.model.manifest.name
     }
 
+    pub fn manifest(&self) -> &Manifest {
+        &self.model.manifest
+    }
+
     /// Model runs this session has made so far.
     pub fn runs(&self) -> u64 {
         self.model.runs
@@ -387,10 +391,22 @@ impl CrossEncoder {
         limits: RunLimits,
         between: &mut dyn FnMut(),
     ) -> Result<Vec<f32>> {
-        let tokens = self.model.tokenize(passages.len(), |i| (query, passages[i]), between)?;
+        let pairs: Vec<(&str, &str)> = passages.iter().map(|&p| (query, p)).collect();
+        self.score_pairs(&pairs, limits, between)
+    }
+
+    /// Scores (query, passage) pairs that may belong to different queries, as [`CrossEncoder::score`] does: the
+    /// shared worker batches pairs of several sessions' queries into the same runs.
+    pub fn score_pairs(
+        &mut self,
+        pairs: &[(&str, &str)],
+        limits: RunLimits,
+        between: &mut dyn FnMut(),
+    ) -> Result<Vec<f32>> {
+        let tokens = self.model.tokenize(pairs.len(), |i| pairs[i], between)?;
         let (runs, shrink) = self.model.plan(&tokens, limits);
         let last = runs.len().saturating_sub(1);
-        let mut out = vec![0f32; passages.len()];
+        let mut out = vec![0f32; pairs.len()];
         for (n, run) in runs.iter().enumerate() {
             between();
             let rows: Vec<&Tokens> = run.iter().map(|&i| &tokens[i]).collect();

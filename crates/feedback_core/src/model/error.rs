@@ -3,7 +3,7 @@ use std::path::PathBuf;
 /// Everything that can go wrong while loading or running a model.
 ///
 /// The extension maps each variant to a SQLSTATE and a hint naming the setting to fix.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ModelError {
     #[error("could not load ONNX Runtime from \"{path}\": {reason}")]
     Runtime { path: PathBuf, reason: String },
@@ -24,7 +24,7 @@ pub enum ModelError {
     Io { path: PathBuf, reason: String },
 
     #[error("model \"{name}\" has kind {actual}, but kind {expected} is required here")]
-    WrongKind { name: String, expected: &'static str, actual: &'static str },
+    WrongKind { name: String, expected: String, actual: String },
 
     #[error("model \"{name}\" produces {actual}-wide vectors, but pg_feedback stores {expected}-wide vectors")]
     WrongDimensions { name: String, expected: usize, actual: usize },
@@ -40,6 +40,10 @@ pub enum ModelError {
 
     #[error("inference failed in model \"{name}\": {reason}")]
     Inference { name: String, reason: String },
+
+    /// The shared inference worker could not answer (not running, restarted mid-request, or a protocol error).
+    #[error("the pg_feedback inference worker {reason}")]
+    Worker { reason: String },
 }
 
 impl ModelError {

@@ -64,6 +64,17 @@ pub trait ModelHost {
         query: &str,
         passages: &[&str],
         between: &mut dyn FnMut(),
+    ) -> Result<Vec<f32>> {
+        let pairs: Vec<(&str, &str)> = passages.iter().map(|&p| (query, p)).collect();
+        self.rerank_pairs(cfg, model, &pairs, between)
+    }
+    /// Cross-encoder scores of (query, passage) pairs, possibly of different queries, in input order.
+    fn rerank_pairs(
+        &mut self,
+        cfg: &HostConfig,
+        model: &str,
+        pairs: &[(&str, &str)],
+        between: &mut dyn FnMut(),
     ) -> Result<Vec<f32>>;
     /// Tokens the embedding model's tokenizer makes of `text` (special tokens excluded). One text, one tokenizer
     /// pass, no model run: callers that count in a loop check for cancellation in their loop.
@@ -142,6 +153,14 @@ impl LocalHost {
         Ok(embedder)
     }
 
+    /// The sessions loaded now, most recently used first: (kind, key `folder@sha256` of the weights).
+    pub fn loaded(&self) -> Vec<(&'static str, String)> {
+        let folder = |k: &Key| k.dir.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let embedders = self.embedders.iter().map(|(k, e)| ("embedding", model_key(&folder(k), e.manifest())));
+        let cross = self.cross_encoders.iter().map(|(k, c)| ("cross-encoder", model_key(&folder(k), c.manifest())));
+        embedders.chain(cross).collect()
+    }
+
     pub fn cross_encoder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut CrossEncoder> {
         cached(&mut self.cross_encoders, key(cfg, model, self.cpu_arena)?, |k| {
             CrossEncoder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.options)
@@ -168,20 +187,19 @@ impl ModelHost for LocalHost {
         Ok(vectors)
     }
 
-    fn rerank(
+    fn rerank_pairs(
         &mut self,
         cfg: &HostConfig,
         model: &str,
-        query: &str,
-        passages: &[&str],
+        pairs: &[(&str, &str)],
         between: &mut dyn FnMut(),
     ) -> Result<Vec<f32>> {
         let cross_encoder = self.cross_encoder(cfg, model)?;
         let before = cross_encoder.runs();
-        let scores = cross_encoder.score(query, passages, cfg.run_limits(), between);
+        let scores = cross_encoder.score_pairs(pairs, cfg.run_limits(), between);
         self.stats.rerank_runs += cross_encoder.runs() - before;
         let scores = scores?;
-        self.stats.pairs_scored += passages.len() as u64;
+        self.stats.pairs_scored += pairs.len() as u64;
         Ok(scores)
     }
 

@@ -2,7 +2,8 @@
 //!
 //! [`ModelHost`] is the one seam between "who runs the model" and its callers: the extension asks a host for
 //! embeddings and scores and never touches a session itself. [`LocalHost`] runs the models in the calling
-//! process; a host that forwards to a shared background worker can replace it without touching callers.
+//! process; [`remote::RemoteHost`] forwards to the extension's shared background worker, which answers with
+//! [`remote::serve`].
 
 mod encoder;
 mod error;
@@ -11,6 +12,7 @@ mod manifest;
 mod pin;
 mod pooling;
 mod query_cache;
+pub mod remote;
 mod runtime;
 
 pub use encoder::{plan_runs, CrossEncoder, Embedder, RunLimits, SessionOptions, TextRole};

@@ -26,8 +26,8 @@ pub fn installed_key(cfg: &HostConfig, name: &str) -> Result<String> {
     if manifest.kind != ModelKind::Embedding {
         return Err(ModelError::WrongKind {
             name: name.to_string(),
-            expected: ModelKind::Embedding.as_str(),
-            actual: manifest.kind.as_str(),
+            expected: ModelKind::Embedding.as_str().to_string(),
+            actual: manifest.kind.as_str().to_string(),
         });
     }
     if manifest.dimensions != cfg.dimensions {
