@@ -4,8 +4,8 @@ against them (cosine >= 0.999 per sentence, per model).
 
 Each text is encoded on its own (no padding), truncated to the model's max_tokens, pooled as the manifest says.
 The int8 graphs quantize activations with one scale per batch tensor, so a text's output depends slightly on its
-batch-mates: the "batched" references group texts exactly as the extension does (stable sort by token count,
-runs of BATCH, padded to the longest with the real attention mask), so the Rust batched path is checked too.
+batch-mates: the "batched" references group texts exactly as the extension does (consecutive chunks of BATCH,
+each one run padded to the longest with the real attention mask), so the Rust batched path is checked too.
 Run: .venv/bin/python scripts/make_reference_vectors.py MODEL_DIR   (make fixtures)
 """
 
@@ -70,12 +70,11 @@ def embed_run(manifest, tok, sess, texts):
 def embed(model_dir: Path, name: str, sentences):
     manifest, tok, sess = load(model_dir, name)
     single = [embed_run(manifest, tok, sess, [s])[0] for s in sentences]
-    batched = [None] * len(sentences)
-    order = sorted(range(len(sentences)), key=lambda i: len(encode(tok, [sentences[i]])[0].ids))
-    for start in range(0, len(order), BATCH):
-        chunk = order[start:start + BATCH]
-        for i, v in zip(chunk, embed_run(manifest, tok, sess, [sentences[i] for i in chunk])):
-            batched[i] = v
+    # The extension splits a call into chunks of BATCH inputs in input order; a chunk of at most BATCH rows is one
+    # run (row order inside a run does not change its results).
+    batched = []
+    for start in range(0, len(sentences), BATCH):
+        batched += embed_run(manifest, tok, sess, sentences[start:start + BATCH])
     return single, batched
 
 

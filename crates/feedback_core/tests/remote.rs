@@ -40,12 +40,9 @@ fn a_remote_host_gives_what_a_local_host_gives() {
     let mut local = LocalHost::new();
     let mut remote = RemoteHost::new(Loopback { host: LocalHost::new(), cfg: cfg.clone(), requests: 0 });
 
-    // The remote host sends batch_size texts per request: the same runs as a local host given those chunks (the
-    // int8 graphs quantize activations per run, so a text's vector depends slightly on its run-mates).
-    let a: Vec<Vec<f32>> = texts
-        .chunks(cfg.batch_size)
-        .flat_map(|chunk| local.embed(&cfg, EMBEDDER, chunk, TextRole::Document, &mut || ()).unwrap())
-        .collect();
+    // Both hosts split calls into batch_size chunks (the remote one sends a request per chunk), so every text meets
+    // the same run-mates: the int8 graphs quantize activations per run, and other run-mates would change vectors.
+    let a = local.embed(&cfg, EMBEDDER, &texts, TextRole::Document, &mut || ()).unwrap();
     let b = remote.embed(&cfg, EMBEDDER, &texts, TextRole::Document, &mut || ()).unwrap();
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
@@ -55,10 +52,7 @@ fn a_remote_host_gives_what_a_local_host_gives() {
     let ql = local.embed(&cfg, EMBEDDER, &["is a timeout needed?"], TextRole::Query, &mut || ()).unwrap();
     assert!(cosine(&q[0], &ql[0]) > 0.9999);
 
-    let s1: Vec<f32> = texts
-        .chunks(cfg.batch_size)
-        .flat_map(|chunk| local.rerank(&cfg, CROSS_ENCODER, "timeouts", chunk, &mut || ()).unwrap())
-        .collect();
+    let s1 = local.rerank(&cfg, CROSS_ENCODER, "timeouts", &texts, &mut || ()).unwrap();
     let s2 = remote.rerank(&cfg, CROSS_ENCODER, "timeouts", &texts, &mut || ()).unwrap();
     for (x, y) in s1.iter().zip(&s2) {
         assert!((x - y).abs() < 1e-4, "{x} vs {y}");
@@ -86,7 +80,13 @@ fn a_remote_host_gives_what_a_local_host_gives() {
 fn requests_answered_together_match_requests_answered_alone() {
     let cfg = HostConfig { batch_size: 64, ..common::config() };
     let texts = texts();
-    let req = |job| Request { model: EMBEDDER.into(), model_dir: cfg.model_dir.clone(), job };
+    let req = |job| Request {
+        model: EMBEDDER.into(),
+        model_dir: cfg.model_dir.clone(),
+        max_rows: cfg.batch_size,
+        max_tokens: cfg.max_batch_tokens,
+        job,
+    };
     let requests = vec![
         req(Job::Embed { texts: texts[..3].to_vec(), query: false }),
         Request {
@@ -129,6 +129,8 @@ fn an_error_fails_only_the_requests_it_concerns() {
     let good = Request {
         model: EMBEDDER.into(),
         model_dir: cfg.model_dir.clone(),
+        max_rows: cfg.batch_size,
+        max_tokens: cfg.max_batch_tokens,
         job: Job::Embed { texts: vec!["a".into()], query: false },
     };
     // Same group as `good` (same model name and kind) but a pinned key whose weights are not installed.

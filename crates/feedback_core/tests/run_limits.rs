@@ -85,16 +85,17 @@ fn reranking_many_passages_runs_in_bounded_runs() {
 
 #[test]
 fn between_is_called_between_tokenization_chunks() {
-    // 200 texts: 4 tokenization chunks of 64 (3 calls between them), then one call before each run.
+    // 200 texts in one call chunk (batch_size 200): 4 tokenization chunks of 64 (3 calls between them), then one
+    // call before each run (the token budget makes several).
     let texts: Vec<String> = (0..200).map(|i| format!("short note number {i}")).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let cfg = config(64, 8192);
+    let cfg = config(200, 1024);
     let mut host = LocalHost::new();
     let before = host.stats().embed_runs;
     let mut calls = 0;
     host.embed(&cfg, EMBEDDER, &texts, TextRole::Document, &mut || calls += 1).unwrap();
     let runs = host.stats().embed_runs - before;
-    assert_eq!(runs, 4);
+    assert!(runs > 1, "{runs} runs");
     assert_eq!(calls as u64, 3 + runs);
 }
 

@@ -179,7 +179,12 @@ impl ModelHost for LocalHost {
     ) -> Result<Vec<Vec<f32>>> {
         let embedder = self.embedder(cfg, model)?;
         let before = embedder.runs();
-        let vectors = embedder.embed(texts, role, cfg.run_limits(), between);
+        let vectors: Result<Vec<Vec<f32>>> = chunks(texts, cfg)
+            .map(|chunk| embedder.embed(chunk, role, cfg.run_limits(), between))
+            .try_fold(Vec::with_capacity(texts.len()), |mut all, v| {
+                all.extend(v?);
+                Ok(all)
+            });
         // Runs made before a failure count too (a cancellation unwinds past this: not counted).
         self.stats.embed_runs += embedder.runs() - before;
         let vectors = vectors?;
@@ -196,7 +201,12 @@ impl ModelHost for LocalHost {
     ) -> Result<Vec<f32>> {
         let cross_encoder = self.cross_encoder(cfg, model)?;
         let before = cross_encoder.runs();
-        let scores = cross_encoder.score_pairs(pairs, cfg.run_limits(), between);
+        let scores: Result<Vec<f32>> = chunks(pairs, cfg)
+            .map(|chunk| cross_encoder.score_pairs(chunk, cfg.run_limits(), between))
+            .try_fold(Vec::with_capacity(pairs.len()), |mut all, s| {
+                all.extend(s?);
+                Ok(all)
+            });
         self.stats.rerank_runs += cross_encoder.runs() - before;
         let scores = scores?;
         self.stats.pairs_scored += pairs.len() as u64;
@@ -214,6 +224,13 @@ impl ModelHost for LocalHost {
             ..self.stats
         }
     }
+}
+
+/// A call's inputs in chunks of `cfg.batch_size`, each planned into runs on its own. Every host splits calls this
+/// way, so a text meets the same run-mates whether its backend or the shared worker runs the model (the int8 graphs
+/// quantize activations per run: run-mates change a vector slightly).
+pub fn chunks<'a, T>(inputs: &'a [T], cfg: &HostConfig) -> std::slice::Chunks<'a, T> {
+    inputs.chunks(cfg.batch_size.max(1))
 }
 
 /// A model name is the name of a folder inside the model directory, nothing more.

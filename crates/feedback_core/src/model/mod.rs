@@ -17,7 +17,7 @@ mod runtime;
 
 pub use encoder::{plan_runs, CrossEncoder, Embedder, RunLimits, SessionOptions, TextRole};
 pub use error::{ModelError, Result};
-pub use host::{HostConfig, HostStats, LocalHost, ModelHost, CPU_ARENA};
+pub use host::{chunks, HostConfig, HostStats, LocalHost, ModelHost, CPU_ARENA};
 pub use manifest::{sha256_hex, Manifest, ModelKind, Pooling, MANIFEST_FILE};
 pub use pin::{installed_key, model_key, split_key};
 pub use pooling::{cosine, l2_normalize, pool};

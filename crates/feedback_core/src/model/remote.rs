@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::encoder::TextRole;
 use super::error::{ModelError, Result};
-use super::host::{HostConfig, HostStats, ModelHost};
+use super::host::{chunks, HostConfig, HostStats, ModelHost};
 
 /// What a request asks the model host to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +25,10 @@ pub enum Job {
 pub struct Request {
     pub model: String,
     pub model_dir: PathBuf,
+    /// The caller's run limits (`pg_feedback.embed_batch_size`, `pg_feedback.max_batch_tokens`): a request answered
+    /// alone is split into exactly the runs the caller's own host would make.
+    pub max_rows: usize,
+    pub max_tokens: usize,
     pub job: Job,
 }
 
@@ -171,7 +175,13 @@ impl<T: Transport> RemoteHost<T> {
     }
 
     fn call(&mut self, cfg: &HostConfig, model: &str, job: Job, between: &mut dyn FnMut()) -> Result<Output> {
-        let request = Request { model: model.to_string(), model_dir: cfg.model_dir.clone(), job };
+        let request = Request {
+            model: model.to_string(),
+            model_dir: cfg.model_dir.clone(),
+            max_rows: cfg.batch_size,
+            max_tokens: cfg.max_batch_tokens,
+            job,
+        };
         let expected = request.items();
         let output = self.transport.call(&request, between)?;
         let got = match &output {
@@ -217,7 +227,7 @@ impl<T: Transport> ModelHost for RemoteHost<T> {
         between: &mut dyn FnMut(),
     ) -> Result<Vec<f32>> {
         let mut out = Vec::with_capacity(pairs.len());
-        for chunk in pairs.chunks(cfg.batch_size.max(1)) {
+        for chunk in chunks(pairs, cfg) {
             let job = Job::Rerank { pairs: chunk.iter().map(|(q, p)| (q.to_string(), p.to_string())).collect() };
             match self.call(cfg, model, job, between)? {
                 Output::Scores(s) => out.extend(s),
@@ -261,9 +271,10 @@ fn group_of(r: &Request) -> Group {
 }
 
 /// Answers `requests` in as few model runs as the run limits allow: requests for the same model and job kind are
-/// merged into one call (the encoder groups their texts by length into runs), then split back. If a merged call
-/// fails, each of its requests is retried alone, so an error fails only the requests it concerns. Replies come
-/// back in request order.
+/// merged into one call (the encoder groups their texts by length into runs, within `cfg`'s limits), then split
+/// back. A request alone in its group runs within its own limits, as its caller's host would have run it. If a
+/// merged call fails, each of its requests is retried alone, so an error fails only the requests it concerns.
+/// Replies come back in request order.
 pub fn serve(
     host: &mut dyn ModelHost,
     cfg: &HostConfig,
@@ -302,7 +313,15 @@ fn run_merged(
     between: &mut dyn FnMut(),
 ) -> Result<Vec<Output>> {
     let first = requests[members[0]];
-    let cfg = HostConfig { model_dir: first.model_dir.clone(), ..cfg.clone() };
+    let cfg = match members.len() {
+        1 => HostConfig {
+            model_dir: first.model_dir.clone(),
+            batch_size: first.max_rows,
+            max_batch_tokens: first.max_tokens,
+            ..cfg.clone()
+        },
+        _ => HostConfig { model_dir: first.model_dir.clone(), ..cfg.clone() },
+    };
     let model = first.model.as_str();
     let sizes: Vec<usize> = members.iter().map(|&i| requests[i].items()).collect();
     match &first.job {
@@ -384,6 +403,8 @@ mod tests {
         let r = Request {
             model: "bge-small-en-v1.5@00".into(),
             model_dir: "/m".into(),
+            max_rows: 64,
+            max_tokens: 1024,
             job: Job::Embed { texts: vec!["a\u{0}b".into(), "ü".into()], query: false },
         };
         assert_eq!(Request::decode(&r.encode()).unwrap(), r);
@@ -395,7 +416,7 @@ mod tests {
 
     #[test]
     fn groups_put_queries_first_and_bulk_last() {
-        let r = |job| Request { model: "m".into(), model_dir: "/m".into(), job };
+        let r = |job| Request { model: "m".into(), model_dir: "/m".into(), max_rows: 1, max_tokens: 1, job };
         let bulk = group_of(&r(Job::Embed { texts: vec![], query: false }));
         let query = group_of(&r(Job::Embed { texts: vec![], query: true }));
         let rerank = group_of(&r(Job::Rerank { pairs: vec![] }));
