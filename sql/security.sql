@@ -38,13 +38,13 @@ BEGIN
 END $$;
 REVOKE ALL ON feedback_notes, feedback_note_merges, feedback_dedup_locks, feedback_audit, feedback_golden, fb_eval_runs,
               feedback_embedding_slots, feedback_reembed_runs, feedback_active_notes, feedback_review_queue,
-              fb_eval_history, feedback_reembed_progress, feedback_embedding_status FROM PUBLIC;
+              fb_eval_history, feedback_reembed_progress, feedback_embedding_status, feedback_worker FROM PUBLIC;
 REVOKE ALL ON SEQUENCE feedback_notes_id_seq, feedback_audit_id_seq, feedback_golden_id_seq, fb_eval_runs_id_seq,
               feedback_reembed_runs_id_seq FROM PUBLIC;
 
 -- Readers: retrieval, prompts, duplicates lookup, embeddings, screening and redaction; active notes of their
 -- tenants through feedback_active_notes; which model is active. No right on feedback_notes itself.
-GRANT SELECT ON feedback_active_notes, feedback_embedding_slots TO feedback_reader;
+GRANT SELECT ON feedback_active_notes, feedback_embedding_slots, feedback_worker TO feedback_reader;
 GRANT EXECUTE ON FUNCTION
     fb_retrieve(text, text, integer, integer, real, boolean, text),
     fb_build_prompt(text, text, text, integer),
@@ -61,7 +61,7 @@ GRANT EXECUTE ON FUNCTION
     _fb_candidates(vector, text, integer, text, text, boolean, text),
     _fb_rank(real[], timestamptz[], real, boolean, integer),
     _fb_build_prompt(text, text[], text[], integer),
-    _fb_my_tenants(), _fb_actor(), _fb_task_type(text)
+    _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_worker_status()
 TO feedback_reader;
 
 -- Writers: readers' rights plus INSERT and COPY into feedback_notes, fb_ingest and fb_ingest_batch. No UPDATE or

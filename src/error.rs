@@ -40,6 +40,7 @@ impl FbError {
                 ModelError::Io { .. } => ERRCODE_IO_ERROR,
                 ModelError::WrongDimensions { .. } => ERRCODE_DATA_EXCEPTION,
                 ModelError::Tokenizer { .. } | ModelError::Inference { .. } => ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+                ModelError::Worker { .. } => ERRCODE_SYSTEM_ERROR,
             },
             FbError::InvalidArgument { .. } => ERRCODE_INVALID_PARAMETER_VALUE,
             FbError::LimitExceeded { .. } => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
@@ -75,6 +76,8 @@ impl FbError {
                         "Check that the model named by {setting} is a BERT-style ONNX export with its tokenizer.json."
                     )
                 }
+                ModelError::Worker { .. } => "Retry the statement: the postmaster restarts the worker within seconds.                     SELECT * FROM feedback_worker shows its state; the server log says why it stopped.                     SET pg_feedback.inference = backend (superuser) runs models in this session instead."
+                    .into(),
             },
             FbError::InvalidArgument { hint, .. } | FbError::LimitExceeded { hint, .. } => hint.clone(),
         }

@@ -2,6 +2,7 @@
 
 use std::ffi::{c_char, CStr, CString};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use feedback_core::model::HostConfig;
 use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
@@ -30,6 +31,20 @@ impl Review {
     }
 }
 
+/// `pg_feedback.inference`: where models run.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Inference {
+    /// The shared worker when the library is preloaded, else in the backend.
+    #[name = c"auto"]
+    Auto,
+    /// The shared worker (an ERROR if the library is not preloaded).
+    #[name = c"worker"]
+    Worker,
+    /// In each backend.
+    #[name = c"backend"]
+    Backend,
+}
+
 /// Width of `feedback_notes.embedding`; every embedding model must produce vectors this wide.
 pub const DIMENSIONS: usize = 384;
 
@@ -54,8 +69,14 @@ static MAX_BATCH_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static MAX_INPUT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(65536);
 static REVIEW: GucSetting<Review> = GucSetting::<Review>::new(Review::Flagged);
 static RESTORE_MODE: GucSetting<bool> = GucSetting::<bool>::new(false);
+static INFERENCE: GucSetting<Inference> = GucSetting::<Inference>::new(Inference::Auto);
+static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(0);
+static BATCH_MERGE: GucSetting<bool> = GucSetting::<bool>::new(false);
+static BATCH_WAIT: GucSetting<i32> = GucSetting::<i32>::new(1);
+static WORKER_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(60_000);
 
 pub fn init() {
+    init_worker();
     GucRegistry::define_string_guc(
         c"pg_feedback.model_dir",
         c"Directory holding one folder per model (manifest.json, model.onnx, tokenizer.json).",
@@ -175,8 +196,8 @@ pub fn init() {
     GucRegistry::define_int_guc(
         c"pg_feedback.embed_batch_size",
         c"Most texts (or reranked pairs) per model run (bulk inserts, fb_embed_batch, fb_rerank).",
-        c"Runs are also bounded by pg_feedback.max_batch_tokens; texts are grouped by token count so little is \
-          padded.",
+        c"A call is split into chunks of this many texts (one request each to the inference worker); a chunk's \
+          texts are grouped by token count into runs, also bounded by pg_feedback.max_batch_tokens.",
         &EMBED_BATCH_SIZE,
         1,
         1024,
@@ -224,6 +245,86 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+}
+
+/// The shared inference worker's settings.
+fn init_worker() {
+    GucRegistry::define_enum_guc(
+        c"pg_feedback.inference",
+        c"Where models run: auto (the shared worker when pg_feedback is in shared_preload_libraries, else in \
+          each backend), worker, or backend.",
+        c"The worker holds one copy of the models for the whole cluster; in backend mode every connection that \
+          embeds or reranks loads its own (about 140 MB and a model load per connection). Superuser only.",
+        &INFERENCE,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_feedback.worker_threads",
+        c"Intra-op threads of the shared inference worker's model sessions; 0 means one per CPU.",
+        c"The worker runs one model run at a time with this many threads. Takes effect at the next model load \
+          after a reload.",
+        &WORKER_THREADS,
+        0,
+        64,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"pg_feedback.batch_merge",
+        c"Whether the inference worker puts requests of different sessions into the same model runs.",
+        c"Off by default: the int8 models quantize activations with one scale per run, so a text's vector (or a \
+          pair's score) would depend on what other sessions sent at the same moment (cosine about 0.997, up to \
+          a logit), and merging measured little faster on CPU. Requests are still gathered per wake-up.",
+        &BATCH_MERGE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_feedback.batch_wait",
+        c"How long the inference worker waits for more requests before a merged model run (batch_merge on).",
+        c"Bounded: at most 100 ms. 0 runs what is queued at once.",
+        &BATCH_WAIT,
+        0,
+        100,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_feedback.worker_timeout",
+        c"How long a backend waits for the inference worker to take its request before it gives up with an ERROR.",
+        c"Covers a worker that is restarting or overloaded; a request the worker has taken is waited for as long \
+          as the worker lives (statement_timeout and cancellation still apply).",
+        &WORKER_TIMEOUT,
+        100,
+        3_600_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+}
+
+pub fn inference() -> Inference {
+    INFERENCE.get()
+}
+
+/// The worker's intra-op threads (0: the number of CPUs).
+pub fn worker_threads() -> usize {
+    match WORKER_THREADS.get() {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n as usize,
+    }
+}
+
+pub fn batch_merge() -> bool {
+    BATCH_MERGE.get()
+}
+
+pub fn batch_wait() -> Duration {
+    Duration::from_millis(BATCH_WAIT.get() as u64)
+}
+
+pub fn worker_timeout() -> Duration {
+    Duration::from_millis(WORKER_TIMEOUT.get() as u64)
 }
 
 fn string(setting: &GucSetting<Option<CString>>) -> Option<String> {

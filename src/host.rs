@@ -1,8 +1,10 @@
-//! The backend's side of the model seam: one [`ModelHost`] per backend, created on first use (never in the
-//! postmaster), reading settings on every call. Callers never see sessions, only vectors and scores.
+//! The backend's side of the model seam, reading settings on every call. Callers never see sessions, only
+//! vectors and scores. Models run in the shared inference worker when it is in use (`pg_feedback.inference`),
+//! else in a [`LocalHost`] of this backend, created on first use (never in the postmaster).
 
 use std::cell::RefCell;
 
+use feedback_core::model::remote::RemoteHost;
 use feedback_core::model::{
     installed_key, HostConfig, HostStats, LocalHost, ModelError, ModelHost, QueryCache, TextRole,
 };
@@ -11,9 +13,11 @@ use pgrx::check_for_interrupts;
 use crate::error::{FbError, OrReport};
 use crate::gucs;
 use crate::notes::check_size;
+use crate::worker::{self, client::Shm};
 
 thread_local! {
     static HOST: RefCell<LocalHost> = const { RefCell::new(LocalHost::new()) };
+    static WORKER: RefCell<RemoteHost<Shm>> = const { RefCell::new(RemoteHost::new(Shm)) };
     static QUERY_CACHE: RefCell<QueryCache> = RefCell::new(QueryCache::new(gucs::query_cache_size()));
 }
 
@@ -24,7 +28,11 @@ fn try_run<R>(
     f: impl FnOnce(&mut dyn ModelHost, &HostConfig, &str) -> Result<R, ModelError>,
 ) -> Result<R, FbError> {
     let cfg = gucs::host_config();
-    HOST.with(|host| f(&mut *host.borrow_mut(), &cfg, &model)).map_err(FbError::model(setting))
+    if worker::in_use() {
+        WORKER.with(|host| f(&mut *host.borrow_mut(), &cfg, &model)).map_err(FbError::model(setting))
+    } else {
+        HOST.with(|host| f(&mut *host.borrow_mut(), &cfg, &model)).map_err(FbError::model(setting))
+    }
 }
 
 /// Called by the host before every model run and between tokenization chunks: a cancelled statement (or a
@@ -89,9 +97,18 @@ pub fn count_tokens(text: &str) -> usize {
     .or_report()
 }
 
-/// What this backend's model host has done so far.
+/// What this backend's model work has been so far, in either mode (through the worker: requests count as runs;
+/// loaded sessions are this backend's own).
 pub fn stats() -> HostStats {
-    HOST.with(|host| host.borrow().stats())
+    let local = HOST.with(|host| host.borrow().stats());
+    let remote = WORKER.with(|host| host.borrow().stats());
+    HostStats {
+        embed_runs: local.embed_runs + remote.embed_runs,
+        texts_embedded: local.texts_embedded + remote.texts_embedded,
+        rerank_runs: local.rerank_runs + remote.rerank_runs,
+        pairs_scored: local.pairs_scored + remote.pairs_scored,
+        ..local
+    }
 }
 
 /// Runs `f` on the non-NULL inputs only and puts its results back in input order, NULL where the input was NULL.

@@ -14,6 +14,7 @@ mod notes;
 mod prompt;
 mod rerank;
 mod retrieve;
+mod worker;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -57,12 +58,14 @@ extension_sql_file!(
 );
 extension_sql_file!("../sql/eval.sql", name = "eval", requires = ["retrieve"]);
 extension_sql_file!("../sql/reembed.sql", name = "reembed", requires = ["eval", "review"]);
+extension_sql_file!("../sql/worker.sql", name = "worker", requires = ["models", worker::_fb_worker_status]);
 // Roles and privileges, once every object exists.
 extension_sql_file!("../sql/security.sql", name = "security", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::init();
+    worker::init();
 }
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -1,4 +1,4 @@
-"""End-to-end: notes survive the 0.1.0 -> 0.2.0 update, pg_dump/restore (plain and custom), a writer's forged rows,
+"""End-to-end: notes survive the 0.1.0 -> 0.2.0 -> current updates, pg_dump/restore (plain and custom), a writer's forged rows,
 a cancelled and resumed re-embed of 10,000 notes, and model switches (with the recall guard).
 
 Run by make test against the end-to-end server: python tests/e2e/survive.py PORT PG_BINDIR [test_name ...]
@@ -25,6 +25,8 @@ DATABASES = [f"fb_survive_{name}" for name in ("up", "fresh", "src", "plain", "c
 UP, FRESH, SRC, PLAIN, CUSTOM, TRUST, BIG, RECALL, PIN, GAP = DATABASES
 WRITER, REVIEWER = "fb_survive_w", "fb_survive_r"
 BGE, MINI = "bge-small-en-v1.5", "all-MiniLM-L6-v2"
+# The version CREATE EXTENSION installs: every update chain must end in its schema.
+CURRENT = re.search(r'^version = "([^"]+)"', open(os.path.join(os.path.dirname(__file__), "../../Cargo.toml")).read(), re.M)[1]
 
 S, Q, P, N = "secrets_scan", "sql_injection_scan", "perf_review", "null_safety_review"
 # (task_type, lesson, correction): distinct lessons, none within pg_feedback.dup_threshold of another.
@@ -158,7 +160,7 @@ def test_upgrade_keeps_every_note():
         assert {r[3] for r in notes.values()} == {"active", "deprecated", "pending", "purged"}
         assert notes[ids[7]][4] == 2 and notes[ids[0]][4] == 2, "a re-submission and a merge count a report"
 
-        c.execute("ALTER EXTENSION pg_feedback UPDATE")
+        c.execute("ALTER EXTENSION pg_feedback UPDATE TO '0.2.0'")
         assert one(c, "SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback'") == "0.2.0"
         new = {r[0]: r[1:] for r in c.execute(
             "SELECT content_hash, id, task_type, lesson, correction, status, report_count, embedding::text,"
@@ -191,6 +193,18 @@ def test_upgrade_keeps_every_note():
         assert recall is not None and recall > 0, recall
         print(f"# upgrade: {len(new)} notes, {len(merges)} merges, {len(audit)} audit rows, "
               f"{len(now_golden)} golden kept; recall@3 {recall:.2f}", flush=True)
+
+        # 0.2.0 -> the current version: every row of every table, and retrieval, unchanged.
+        tables = compare.extension_tables(c)
+        rows_before = {t: compare.table_rows(c, t) for t in tables}
+        c.execute("ALTER EXTENSION pg_feedback UPDATE")
+        assert one(c, "SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback'") == CURRENT
+        rows_after = {t: compare.table_rows(c, t) for t in tables}
+        changed = [t for t in tables if rows_before[t] != rows_after[t]]
+        assert not changed, f"0.2.0 -> {CURRENT} changed rows of {changed}"
+        assert retrieved(c, by="hash") == before, "retrieval changed in the update to " + CURRENT
+        print(f"# upgrade 0.2.0 -> {CURRENT}: {len(tables)} tables, rows identical, retrieval identical", flush=True)
+
         c.execute("SET pg_feedback.dup_threshold = 1")
         new_id = ingest(c, (P, "Sorting in the application what the database can sort.", "ORDER BY."), "inserted")
         assert new_id == len(notes) + 1, f"the first note after the update took id {new_id}, not N + 1"
@@ -199,7 +213,7 @@ def test_upgrade_keeps_every_note():
 def test_fresh_and_upgraded_schemas_match():
     create_database(FRESH, "CREATE EXTENSION pg_feedback CASCADE")
     with connect(UP) as up, connect(FRESH) as fresh:
-        assert one(up, "SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback'") == "0.2.0", \
+        assert one(up, "SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback'") == CURRENT, \
             "needs the database test_upgrade_keeps_every_note updated"
         diff = compare.schema_diff(up, fresh)
     assert not diff, "updated (-) and fresh (+) schemas differ:\n" + "\n".join(diff.splitlines()[:60])

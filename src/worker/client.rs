@@ -1,0 +1,175 @@
+//! A backend's side of the worker: the request's bytes in a new dynamic shared memory segment (with room for the
+//! reply), a slot pointing at it, the worker's latch set, and a wait on our own latch, checking for interrupts
+//! every wake-up. A cancelled wait gives the slot up (the worker drops the reply); a worker that exits or never
+//! answers gives an ERROR, never a hang.
+
+use std::time::{Duration, Instant};
+
+use feedback_core::model::remote::{decode_reply, Output, Request, Transport};
+use feedback_core::model::{ModelError, Result};
+use pgrx::pg_sys;
+
+use super::shared::{alive, wake, SlotState, SLOTS, STATE};
+use crate::gucs;
+
+/// The longest a wait sleeps before it looks at the slot again (a set latch wakes it at once).
+const POLL: Duration = Duration::from_millis(50);
+
+/// Sends requests through shared memory to the worker.
+pub struct Shm;
+
+impl Transport for Shm {
+    fn call(&mut self, request: &Request, between: &mut dyn FnMut()) -> Result<Output> {
+        let bytes = request.encode();
+        let capacity = request.reply_capacity(gucs::DIMENSIONS);
+        let segment = Segment::create(bytes.len() + capacity);
+        // SAFETY: the segment is ours and at least this long.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), segment.address(), bytes.len()) };
+        let deadline = Instant::now() + gucs::worker_timeout();
+        let mut pending = enqueue(&segment, bytes.len(), deadline, between)?;
+        loop {
+            wait(POLL);
+            between();
+            let (state, reply_len, worker_pid) = {
+                let s = STATE.share();
+                let slot = &s.slots[pending.slot];
+                debug_assert_eq!(slot.seq, pending.seq);
+                (slot.state, slot.reply_len as usize, slot.worker_pid)
+            };
+            match state {
+                SlotState::Done => {
+                    // SAFETY: the worker wrote reply_len bytes after the request, within the segment.
+                    let reply = unsafe { std::slice::from_raw_parts(segment.address().add(bytes.len()), reply_len) };
+                    let output = decode_reply(reply);
+                    pending.release();
+                    return output;
+                }
+                SlotState::Failed => {
+                    pending.release();
+                    return Err(ModelError::Worker { reason: "exited before it answered this request".into() });
+                }
+                SlotState::Running if !alive(worker_pid) => {
+                    pending.release();
+                    return Err(ModelError::Worker { reason: "exited while it ran this request".into() });
+                }
+                SlotState::Pending if Instant::now() > deadline => {
+                    pending.release();
+                    return Err(ModelError::Worker {
+                        reason: "did not take this request within pg_feedback.worker_timeout".into(),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Claims a free slot for the segment and wakes the worker; waits (bounded) while every slot is in use.
+fn enqueue(segment: &Segment, request_len: usize, deadline: Instant, between: &mut dyn FnMut()) -> Result<Pending> {
+    loop {
+        let claimed = {
+            let mut s = STATE.exclusive();
+            let seq = s.next_seq;
+            let latch = s.worker_latch;
+            // SAFETY: plain reads of this backend's globals.
+            let (pid, my_latch, now) = unsafe { (pg_sys::MyProcPid, pg_sys::MyLatch, pg_sys::GetCurrentTimestamp()) };
+            s.slots.iter().position(|slot| slot.state == SlotState::Free).map(|i| {
+                let slot = &mut s.slots[i];
+                slot.state = SlotState::Pending;
+                slot.seq = seq;
+                slot.handle = segment.handle();
+                slot.request_len = request_len as u32;
+                slot.reply_len = 0;
+                slot.owner_pid = pid;
+                slot.latch = my_latch;
+                slot.worker_pid = 0;
+                slot.queued_at = now;
+                s.next_seq += 1;
+                (Pending { slot: i, seq, done: false }, latch)
+            })
+        };
+        if let Some((pending, worker_latch)) = claimed {
+            wake(worker_latch);
+            return Ok(pending);
+        }
+        if Instant::now() > deadline {
+            return Err(ModelError::Worker {
+                reason: format!("had all {SLOTS} request slots in use for pg_feedback.worker_timeout"),
+            });
+        }
+        wait(Duration::from_millis(1));
+        between();
+    }
+}
+
+/// Our claim on a slot. Dropped without `release` (a cancellation unwinding through the wait), it gives the slot
+/// up: freed if the worker has not taken it, marked abandoned (the worker frees it) if it has.
+struct Pending {
+    slot: usize,
+    seq: u64,
+    done: bool,
+}
+
+impl Pending {
+    fn release(&mut self) {
+        let mut s = STATE.exclusive();
+        let slot = &mut s.slots[self.slot];
+        if slot.seq == self.seq {
+            slot.state = match slot.state {
+                SlotState::Running => SlotState::Abandoned,
+                _ => SlotState::Free,
+            };
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.done {
+            self.release();
+        }
+    }
+}
+
+/// A dynamic shared memory segment this backend created; detached when dropped (also on an ERROR: it belongs to
+/// the current resource owner). The worker keeps its own mapping while it uses it.
+struct Segment(*mut pg_sys::dsm_segment);
+
+impl Segment {
+    fn create(len: usize) -> Segment {
+        // SAFETY: dsm_create raises an ERROR itself when it cannot create the segment.
+        Segment(unsafe { pg_sys::dsm_create(len, 0) })
+    }
+
+    fn handle(&self) -> pg_sys::dsm_handle {
+        // SAFETY: a live segment.
+        unsafe { pg_sys::dsm_segment_handle(self.0) }
+    }
+
+    fn address(&self) -> *mut u8 {
+        // SAFETY: a live segment.
+        unsafe { pg_sys::dsm_segment_address(self.0).cast() }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: attached by us, detached once.
+        unsafe { pg_sys::dsm_detach(self.0) }
+    }
+}
+
+/// Sleeps on this backend's latch for at most `timeout` (exits if the postmaster dies).
+pub fn wait(timeout: Duration) {
+    // SAFETY: MyLatch is this process's latch.
+    unsafe {
+        pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+            timeout.as_millis() as std::ffi::c_long,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+    }
+}
