@@ -50,3 +50,5 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends postgresql-${PG_MAJOR}-pgvector \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /
+# The shared inference worker: one copy of the models for every connection (see README, "Where models run").
+CMD ["postgres", "-c", "shared_preload_libraries=pg_feedback"]

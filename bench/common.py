@@ -31,7 +31,11 @@ def model_dir():
 def backend_memory_kb(conn):
     """(VmRSS, RssAnon) of the connection's backend, from /proc: RssAnon is its private memory, VmRSS also
     counts the shared buffers it touched."""
-    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    return process_memory_kb(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+
+
+def process_memory_kb(pid):
+    """(VmRSS, RssAnon) of any server process, from /proc."""
     fields = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")

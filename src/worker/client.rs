@@ -115,8 +115,9 @@ impl Pending {
         let mut s = STATE.exclusive();
         let slot = &mut s.slots[self.slot];
         if slot.seq == self.seq {
+            // A live worker still uses the segment: it frees the slot when it is done. Otherwise nobody will.
             slot.state = match slot.state {
-                SlotState::Running => SlotState::Abandoned,
+                SlotState::Running if alive(slot.worker_pid) => SlotState::Abandoned,
                 _ => SlotState::Free,
             };
         }

@@ -100,6 +100,7 @@ fn _fb_worker_status() -> TableIterator<
         ));
     }
     let s = shared::snapshot();
+    let c = s.counters;
     let per = |n: u64, d: u64| (d > 0).then(|| n as f64 / d as f64);
     let started_at = (s.started_at != 0).then(|| {
         // SAFETY: a TimestampTz datum is its i64 value.
@@ -116,16 +117,16 @@ fn _fb_worker_status() -> TableIterator<
         Some(s.models),
         Some(s.queue_depth as i32),
         Some(s.in_flight as i32),
-        Some(s.batches as i64),
-        Some(s.requests as i64),
-        Some(s.texts as i64),
-        Some(s.pairs as i64),
-        Some((s.embed_runs + s.rerank_runs) as i64),
-        per(s.texts, s.embed_runs),
-        per(s.pairs, s.rerank_runs),
-        per(s.requests, s.batches),
-        Some(s.wait_us as f64 / 1000.0),
-        Some(s.run_us as f64 / 1000.0),
-        Some(s.errors as i64),
+        Some(c.batches as i64),
+        Some(c.requests as i64),
+        Some(c.texts as i64),
+        Some(c.pairs as i64),
+        Some((c.embed_runs + c.rerank_runs) as i64),
+        per(c.texts, c.embed_runs),
+        per(c.pairs, c.rerank_runs),
+        per(c.requests, c.batches),
+        Some(c.wait_us as f64 / 1000.0),
+        Some(c.run_us as f64 / 1000.0),
+        Some(c.errors as i64),
     ))
 }

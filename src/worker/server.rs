@@ -13,7 +13,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::client::wait;
-use super::shared::{wake, SlotState, STATE};
+use super::shared::{alive, wake, SlotState, STATE};
 use crate::gucs;
 
 /// One taken request: where its bytes are and what the worker made of them.
@@ -43,10 +43,16 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
         s.starts += 1;
         s.threads = cfg.intra_threads as u32;
         s.merge = gucs::batch_merge();
-        // Requests a previous worker took but never answered.
-        for slot in s.slots.iter_mut().filter(|x| x.state == SlotState::Running) {
-            slot.state = SlotState::Failed;
-            wake(slot.latch);
+        // What a previous worker left: requests it took but never answered fail, abandoned ones are freed.
+        for slot in s.slots.iter_mut() {
+            match slot.state {
+                SlotState::Running => {
+                    slot.state = SlotState::Failed;
+                    wake(slot.latch);
+                }
+                SlotState::Abandoned => slot.state = SlotState::Free,
+                _ => {}
+            }
         }
     }
     log!("pg_feedback inference worker started ({} intra-op threads)", cfg.intra_threads);
@@ -119,6 +125,12 @@ fn run_batch(host: &mut LocalHost, cfg: &HostConfig, merge: bool) {
     let (me, now) = unsafe { (pg_sys::MyProcPid, pg_sys::GetCurrentTimestamp()) };
     let mut taken: Vec<Taken> = {
         let mut s = STATE.exclusive();
+        // Replies nobody will read: their backend exited (a FATAL does not unwind to give the slot up).
+        for slot in s.slots.iter_mut() {
+            if matches!(slot.state, SlotState::Done | SlotState::Failed) && !alive(slot.owner_pid) {
+                slot.state = SlotState::Free;
+            }
+        }
         s.slots
             .iter_mut()
             .enumerate()
@@ -184,9 +196,9 @@ fn run_batch(host: &mut LocalHost, cfg: &HostConfig, merge: bool) {
             Err(e) => Err(e.clone()),
             Ok(_) => unreachable!("answered above"),
         });
-        errors += u64::from(answer.is_err());
         let mut reply_len = 0;
         if !t.segment.is_null() {
+            errors += u64::from(answer.is_err());
             // SAFETY: the segment is at least request_len + reply capacity long (Request::reply_capacity).
             unsafe {
                 let total = pg_sys::dsm_segment_map_length(t.segment);

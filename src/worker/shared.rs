@@ -60,7 +60,7 @@ impl Slot {
 }
 
 /// Counters since the server started (they survive worker restarts).
-#[derive(Clone, Copy, Default, Debug)]
+#[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Counters {
     pub batches: u64,
@@ -72,6 +72,20 @@ pub struct Counters {
     pub wait_us: u64,
     pub run_us: u64,
     pub errors: u64,
+}
+
+impl Counters {
+    const ZERO: Counters = Counters {
+        batches: 0,
+        requests: 0,
+        texts: 0,
+        pairs: 0,
+        embed_runs: 0,
+        rerank_runs: 0,
+        wait_us: 0,
+        run_us: 0,
+        errors: 0,
+    };
 }
 
 #[derive(Clone, Copy)]
@@ -102,17 +116,7 @@ impl State {
             threads: 0,
             merge: false,
             next_seq: 1,
-            counters: Counters {
-                batches: 0,
-                requests: 0,
-                texts: 0,
-                pairs: 0,
-                embed_runs: 0,
-                rerank_runs: 0,
-                wait_us: 0,
-                run_us: 0,
-                errors: 0,
-            },
+            counters: Counters::ZERO,
             models: [[0; KEY_BYTES]; MODELS],
             slots: [Slot::EMPTY; SLOTS],
         }
@@ -140,15 +144,7 @@ pub struct Snapshot {
     pub models: Vec<String>,
     pub queue_depth: usize,
     pub in_flight: usize,
-    pub batches: u64,
-    pub requests: u64,
-    pub texts: u64,
-    pub pairs: u64,
-    pub embed_runs: u64,
-    pub rerank_runs: u64,
-    pub wait_us: u64,
-    pub run_us: u64,
-    pub errors: u64,
+    pub counters: Counters,
 }
 
 pub fn snapshot() -> Snapshot {
@@ -160,7 +156,6 @@ pub fn snapshot() -> Snapshot {
         .map(|m| String::from_utf8_lossy(&m[..m.iter().position(|&b| b == 0).unwrap_or(m.len())]).into_owned())
         .filter(|m| !m.is_empty())
         .collect();
-    let c = s.counters;
     Snapshot {
         pid: s.worker_pid,
         started_at: s.started_at,
@@ -170,15 +165,7 @@ pub fn snapshot() -> Snapshot {
         models,
         queue_depth: count(SlotState::Pending),
         in_flight: count(SlotState::Running),
-        batches: c.batches,
-        requests: c.requests,
-        texts: c.texts,
-        pairs: c.pairs,
-        embed_runs: c.embed_runs,
-        rerank_runs: c.rerank_runs,
-        wait_us: c.wait_us,
-        run_us: c.run_us,
-        errors: c.errors,
+        counters: s.counters,
     }
 }
 

@@ -47,6 +47,11 @@ fn main() {
     }
     let mut h = LocalHost::new();
     let c1 = HostConfig { batch_size: 1, ..base.clone() };
+    let alone = h.embed(&c1, m, &t, TextRole::Document, &mut || ()).unwrap();
+    let batched = h.embed(&base, m, &t, TextRole::Document, &mut || ()).unwrap();
+    let mut cs: Vec<f32> = alone.iter().zip(&batched).map(|(a, b)| cosine(a, b)).collect();
+    cs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!("embed alone vs batched: cosine min {:.4}, median {:.4}", cs[0], cs[cs.len() / 2]);
     let a = h.rerank(&c1, ce, "is the user id from the URL injectable?", &t[..40], &mut || ()).unwrap();
     let b = h.rerank(&base, ce, "is the user id from the URL injectable?", &t[..40], &mut || ()).unwrap();
     let d: f32 = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);

@@ -43,6 +43,17 @@ pub struct HostStats {
     pub loaded_cross_encoders: usize,
 }
 
+impl HostStats {
+    pub const ZERO: HostStats = HostStats {
+        embed_runs: 0,
+        texts_embedded: 0,
+        rerank_runs: 0,
+        pairs_scored: 0,
+        loaded_embedders: 0,
+        loaded_cross_encoders: 0,
+    };
+}
+
 /// Runs models on behalf of callers. The extension talks to models only through this trait.
 pub trait ModelHost {
     /// Embeds `texts` in runs within `cfg.run_limits()`, in input order. `between` is called before each model
@@ -117,19 +128,7 @@ impl Default for LocalHost {
 
 impl LocalHost {
     pub const fn new() -> Self {
-        LocalHost {
-            embedders: Vec::new(),
-            cross_encoders: Vec::new(),
-            stats: HostStats {
-                embed_runs: 0,
-                texts_embedded: 0,
-                rerank_runs: 0,
-                pairs_scored: 0,
-                loaded_embedders: 0,
-                loaded_cross_encoders: 0,
-            },
-            cpu_arena: CPU_ARENA,
-        }
+        LocalHost { embedders: Vec::new(), cross_encoders: Vec::new(), stats: HostStats::ZERO, cpu_arena: CPU_ARENA }
     }
 
     /// Turns ONNX Runtime's CPU memory arena on or off for sessions loaded from now on (default: on, see

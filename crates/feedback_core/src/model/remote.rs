@@ -161,17 +161,7 @@ pub struct RemoteHost<T> {
 
 impl<T: Transport> RemoteHost<T> {
     pub const fn new(transport: T) -> Self {
-        RemoteHost {
-            transport,
-            stats: HostStats {
-                embed_runs: 0,
-                texts_embedded: 0,
-                rerank_runs: 0,
-                pairs_scored: 0,
-                loaded_embedders: 0,
-                loaded_cross_encoders: 0,
-            },
-        }
+        RemoteHost { transport, stats: HostStats::ZERO }
     }
 
     fn call(&mut self, cfg: &HostConfig, model: &str, job: Job, between: &mut dyn FnMut()) -> Result<Output> {
