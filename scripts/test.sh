@@ -66,12 +66,41 @@ suite() {
             | tee "$out/$script.log"
         [ "${PIPESTATUS[0]}" -eq 0 ] || e2e_status=1
     done
+    [ "$mode" = worker ] && { standby_check "$out/standby.log" || e2e_status=1; }
     local total passed
     total=$(( $(echo "$tests" | wc -w) + $(cat "$out"/*.log | grep -c '^\(not \)\?ok - ' || true) ))
     passed=$(( $(grep -c '^ok ' "$out/regress.log" || true) + $(cat "$out"/*.log | grep -c '^ok - ' || true) ))
     echo "e2e ($mode mode): $passed passed, $((total - passed)) failed"
     bash "$ROOT/scripts/pg.sh" stop "$e2e_data" >/dev/null 2>&1 || true
     [ "$regress_status" -eq 0 ] && [ "$e2e_status" -eq 0 ]
+}
+
+# The inference worker on a hot standby: a pg_basebackup of the e2e server, started with the library preloaded,
+# answers fb_embed_query and fb_retrieve in recovery through its own worker.
+standby_check() {
+    local log="$1" standby="$RUN/e2e-standby" port=$((e2e_port + 1)) bin
+    bin="$(pg_install)/bin"
+    rm -rf "$standby" && mkdir -p "$standby"
+    is_root && chown "$PG_OS_USER" "$standby"
+    chmod 700 "$standby"
+    log "end-to-end (worker mode): the inference worker on a hot standby"
+    as_pg "$bin/pg_basebackup" -h 127.0.0.1 -p "$e2e_port" -U postgres -D "$standby" -R -X stream 2>/dev/null
+    as_pg mkdir -p "$standby/sock"
+    as_pg "$bin/pg_ctl" -D "$standby" -l "$standby/postgres.log" -w -t 60 -o "-p $port -c listen_addresses=127.0.0.1 \
+        -k $standby/sock -c shared_preload_libraries=pg_feedback" start >/dev/null
+    local got
+    got=$("$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d fb_regress -Atc "
+        SELECT pg_is_in_recovery(), (SELECT mode || ':' || (pid IS NOT NULL) FROM feedback_worker),
+               vector_dims(fb_embed_query('is this safe on a standby?')),
+               (SELECT count(*) >= 0 FROM fb_retrieve('is this query injectable?', 'sql_injection_scan'))" 2>&1)
+    as_pg "$bin/pg_ctl" -D "$standby" -m fast -w stop >/dev/null 2>&1
+    if [ "$got" = "t|worker:true|384|t" ]; then
+        echo "ok - standby_runs_the_inference_worker" | tee "$log"
+    else
+        echo "not ok - standby_runs_the_inference_worker: $got" | tee "$log"
+        tail -n 20 "$standby/postgres.log"
+        return 1
+    fi
 }
 
 set +e

@@ -6,6 +6,7 @@ CREATE FUNCTION "_fb_worker_status"() RETURNS TABLE (
 	"pid" INT,
 	"started_at" timestamp with time zone,
 	"restarts" bigint,
+	"runners" INT,
 	"threads" INT,
 	"merge_requests" bool,
 	"loaded_models" TEXT[],
@@ -34,8 +35,10 @@ SELECT * FROM _fb_worker_status();
 
 COMMENT ON VIEW feedback_worker IS
     'The shared inference worker (pg_feedback in shared_preload_libraries): mode this session uses (worker or backend), '
-    'pid, start time, restarts, intra-op threads, whether requests of different sessions share model runs, loaded models '
-    '(kind: name@sha256 of the weights), requests queued and running now, and since server start: batches (worker '
+    'pid, start time, restarts, runners (model runs at once) and intra-op threads per runner, whether requests of '
+    'different sessions share model runs, loaded models '
+    '(kind: name@sha256 of the weights), requests queued and taken (running or waiting for a runner) now, and since '
+    'server start: batches (worker '
     'wake-ups that answered requests), requests, texts embedded, pairs scored, model runs, texts and pairs per model run, '
     'requests per batch, total time requests waited in the queue and time spent running models (ms), and errors. '
     'Without the preloaded library only mode is set.';

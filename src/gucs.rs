@@ -70,7 +70,8 @@ static MAX_INPUT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(65536);
 static REVIEW: GucSetting<Review> = GucSetting::<Review>::new(Review::Flagged);
 static RESTORE_MODE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static INFERENCE: GucSetting<Inference> = GucSetting::<Inference>::new(Inference::Auto);
-static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(0);
+static WORKER_RUNNERS: GucSetting<i32> = GucSetting::<i32>::new(0);
+static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(1);
 static BATCH_MERGE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static BATCH_WAIT: GucSetting<i32> = GucSetting::<i32>::new(1);
 static WORKER_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(60_000);
@@ -260,12 +261,23 @@ fn init_worker() {
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
-        c"pg_feedback.worker_threads",
-        c"Intra-op threads of the shared inference worker's model sessions; 0 means one per CPU.",
-        c"The worker runs one model run at a time with this many threads. Takes effect at the next model load \
-          after a reload.",
-        &WORKER_THREADS,
+        c"pg_feedback.worker_runners",
+        c"Model runs the shared inference worker makes at once; 0 means one per CPU.",
+        c"Each runner is a thread with its own copy of the model sessions (about 150 MB with both models): a \
+          request runs on one runner, as it would in its backend, while others run beside it. Read when the \
+          worker starts.",
+        &WORKER_RUNNERS,
         0,
+        64,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_feedback.worker_threads",
+        c"ONNX Runtime intra-op threads of each of the inference worker's runners.",
+        c"1 by default: the runners already use the cores. Takes effect at the next model load after a reload.",
+        &WORKER_THREADS,
+        1,
         64,
         GucContext::Sighup,
         GucFlags::default(),
@@ -307,12 +319,17 @@ pub fn inference() -> Inference {
     INFERENCE.get()
 }
 
-/// The worker's intra-op threads (0: the number of CPUs).
-pub fn worker_threads() -> usize {
-    match WORKER_THREADS.get() {
+/// The worker's runner threads (0: the number of CPUs).
+pub fn worker_runners() -> usize {
+    match WORKER_RUNNERS.get() {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n as usize,
     }
+}
+
+/// Intra-op threads per runner.
+pub fn worker_threads() -> usize {
+    WORKER_THREADS.get().max(1) as usize
 }
 
 pub fn batch_merge() -> bool {

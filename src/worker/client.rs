@@ -22,47 +22,63 @@ impl Transport for Shm {
     fn call(&mut self, request: &Request, between: &mut dyn FnMut()) -> Result<Output> {
         let bytes = request.encode();
         let capacity = request.reply_capacity(gucs::DIMENSIONS);
-        let segment = Segment::create(bytes.len() + capacity);
-        // SAFETY: the segment is ours and at least this long.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), segment.address(), bytes.len()) };
+        let segment = Segment::create(HEADER + bytes.len() + capacity);
+        // SAFETY: the segment is ours and at least this long; the header is written when a slot is claimed.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), segment.address().add(HEADER), bytes.len()) };
         let deadline = Instant::now() + gucs::worker_timeout();
         let mut pending = enqueue(&segment, bytes.len(), deadline, between)?;
+        let lost = |why: &str| Err(ModelError::Worker { reason: why.to_string() });
         loop {
             wait(POLL);
             between();
-            let (state, reply_len, worker_pid) = {
+            let (seq, state, reply_len, worker_pid, current) = {
                 let s = STATE.share();
                 let slot = &s.slots[pending.slot];
-                debug_assert_eq!(slot.seq, pending.seq);
-                (slot.state, slot.reply_len as usize, slot.worker_pid)
+                (slot.seq, slot.state, slot.reply_len as usize, slot.worker_pid, s.worker_pid)
             };
+            if seq != pending.seq {
+                pending.done = true; // not ours any more: leave it alone
+                return lost("lost track of this request (its slot was reused)");
+            }
             match state {
-                SlotState::Done => {
-                    // SAFETY: the worker wrote reply_len bytes after the request, within the segment.
-                    let reply = unsafe { std::slice::from_raw_parts(segment.address().add(bytes.len()), reply_len) };
+                SlotState::Done if reply_len <= capacity => {
+                    // SAFETY: the worker wrote reply_len bytes after the request, within the reserved capacity.
+                    let reply =
+                        unsafe { std::slice::from_raw_parts(segment.address().add(HEADER + bytes.len()), reply_len) };
                     let output = decode_reply(reply);
                     pending.release();
                     return output;
                 }
+                SlotState::Done => {
+                    pending.release();
+                    return lost("sent a reply longer than the room reserved for it");
+                }
                 SlotState::Failed => {
                     pending.release();
-                    return Err(ModelError::Worker { reason: "exited before it answered this request".into() });
+                    return lost("exited before it answered this request");
                 }
-                SlotState::Running if !alive(worker_pid) => {
+                SlotState::Running if worker_pid != current || !alive(worker_pid) => {
                     pending.release();
-                    return Err(ModelError::Worker { reason: "exited while it ran this request".into() });
+                    return lost("exited while it ran this request");
                 }
-                SlotState::Pending if Instant::now() > deadline => {
+                SlotState::Pending | SlotState::Running if Instant::now() > deadline => {
                     pending.release();
-                    return Err(ModelError::Worker {
-                        reason: "did not take this request within pg_feedback.worker_timeout".into(),
-                    });
+                    return lost("did not answer this request within pg_feedback.worker_timeout");
                 }
-                _ => {}
+                SlotState::Pending | SlotState::Running => {}
+                SlotState::Free | SlotState::Abandoned => {
+                    pending.done = true;
+                    return lost("lost track of this request (its slot was freed)");
+                }
             }
         }
     }
 }
+
+/// The segment starts with a header the worker checks before it reads the request: [`MAGIC`] and the request's
+/// sequence number, so a recycled segment handle can never make it read or write someone else's memory.
+pub const HEADER: usize = 16;
+pub const MAGIC: u64 = 0x6662_5f72_6571_7631; // "fb_reqv1"
 
 /// Claims a free slot for the segment and wakes the worker; waits (bounded) while every slot is in use.
 fn enqueue(segment: &Segment, request_len: usize, deadline: Instant, between: &mut dyn FnMut()) -> Result<Pending> {
@@ -74,6 +90,12 @@ fn enqueue(segment: &Segment, request_len: usize, deadline: Instant, between: &m
             // SAFETY: plain reads of this backend's globals.
             let (pid, my_latch, now) = unsafe { (pg_sys::MyProcPid, pg_sys::MyLatch, pg_sys::GetCurrentTimestamp()) };
             s.slots.iter().position(|slot| slot.state == SlotState::Free).map(|i| {
+                // SAFETY: our segment has HEADER bytes at its start; written before the slot becomes visible.
+                unsafe {
+                    let header = segment.address().cast::<u64>();
+                    header.write_unaligned(MAGIC);
+                    header.add(1).write_unaligned(seq);
+                }
                 let slot = &mut s.slots[i];
                 slot.state = SlotState::Pending;
                 slot.seq = seq;

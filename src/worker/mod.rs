@@ -48,19 +48,29 @@ pub fn init() {
     PRELOADED.store(true, Ordering::Relaxed);
 }
 
-/// Whether this backend sends its model work to the worker (`pg_feedback.inference`).
+/// Whether this backend sends its model work to the worker (`pg_feedback.inference`); an ERROR when it is asked
+/// to but the worker does not exist.
 pub fn in_use() -> bool {
-    let preloaded = PRELOADED.load(Ordering::Relaxed);
     match gucs::inference() {
-        Inference::Backend => false,
-        Inference::Auto => preloaded,
-        Inference::Worker if preloaded => true,
-        Inference::Worker => FbError::invalid_argument(
+        Inference::Worker if !preloaded() => FbError::invalid_argument(
             "pg_feedback.inference is \"worker\", but the inference worker is not running".to_string(),
             "Add pg_feedback to shared_preload_libraries and restart the server, or set pg_feedback.inference \
              to auto or backend.",
         )
         .report(),
+        _ => selected(),
+    }
+}
+
+fn preloaded() -> bool {
+    PRELOADED.load(Ordering::Relaxed)
+}
+
+/// The mode `pg_feedback.inference` selects, without raising anything.
+fn selected() -> bool {
+    match gucs::inference() {
+        Inference::Backend => false,
+        Inference::Auto | Inference::Worker => preloaded(),
     }
 }
 
@@ -74,6 +84,7 @@ fn _fb_worker_status() -> TableIterator<
         name!(pid, Option<i32>),
         name!(started_at, Option<pgrx::datum::TimestampWithTimeZone>),
         name!(restarts, Option<i64>),
+        name!(runners, Option<i32>),
         name!(threads, Option<i32>),
         name!(merge_requests, Option<bool>),
         name!(loaded_models, Option<Vec<String>>),
@@ -92,11 +103,11 @@ fn _fb_worker_status() -> TableIterator<
         name!(errors, Option<i64>),
     ),
 > {
-    let mode = if in_use() { "worker" } else { "backend" }.to_string();
-    if !PRELOADED.load(Ordering::Relaxed) {
+    let mode = if selected() { "worker" } else { "backend" }.to_string();
+    if !preloaded() {
         return TableIterator::once((
             mode, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None,
-            None, None,
+            None, None, None,
         ));
     }
     let s = shared::snapshot();
@@ -112,6 +123,7 @@ fn _fb_worker_status() -> TableIterator<
         (s.pid != 0).then_some(s.pid),
         started_at,
         Some(s.starts.saturating_sub(1) as i64),
+        Some(s.runners as i32),
         Some(s.threads as i32),
         Some(s.merge),
         Some(s.models),

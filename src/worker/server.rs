@@ -1,29 +1,59 @@
-//! The worker's loop. It sleeps on its latch; backends set it when they queue a request. Each wake-up takes every
-//! pending request (after `pg_feedback.batch_wait` when requests share model runs), maps their segments, answers
-//! them with `feedback_core::model::remote::serve` on the worker's one `LocalHost`, writes the replies and wakes
-//! the backends. Model sessions use `pg_feedback.worker_threads` intra-op threads; those threads are created with
-//! every signal blocked, so Postgres' signal handlers only ever run on the main thread.
+//! The worker. Its main thread is the only one that touches Postgres: it sleeps on its latch (backends set it when
+//! they queue a request) and on an eventfd (runners write it when they finish), takes every pending request, maps
+//! its segment and hands it to the runners; when a runner is done it marks the slot answered and wakes the backend.
+//!
+//! Runners are plain threads (`pg_feedback.worker_runners`, one per CPU by default), each with its own `LocalHost`:
+//! one request runs on one core, as it would in its backend, while other requests run beside it. They never call
+//! Postgres: they read the request and write the reply in the mapped segment, and send a completion. They and the
+//! ONNX Runtime threads they create start with every signal blocked, so Postgres' handlers run on the main thread
+//! only, which never runs a model and so answers SIGTERM, SIGHUP and barriers at once.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use feedback_core::model::remote::{encode_reply, serve, Job, Output, Request};
-use feedback_core::model::{HostConfig, LocalHost, ModelError, ModelHost, Result, TextRole};
+use feedback_core::model::{HostConfig, HostStats, LocalHost, ModelError, ModelHost, Result, TextRole};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::client::wait;
-use super::shared::{alive, wake, SlotState, STATE};
+use super::client::{HEADER, MAGIC};
+use super::shared::{alive, wake, Counters, SlotState, STATE};
 use crate::gucs;
 
-/// One taken request: where its bytes are and what the worker made of them.
-struct Taken {
+/// A mapped request handed to a runner. The segment stays mapped (by the main thread) until its completion is back.
+struct Item {
     slot: usize,
     seq: u64,
     segment: *mut pg_sys::dsm_segment,
-    request_len: usize,
-    queued_at: i64,
-    request: Result<Request>,
+    /// The mapping's start and length, and where the reply goes, for the runner (which never calls Postgres).
+    base: *mut u8,
+    len: usize,
+    reply_at: usize,
+    request: Request,
+}
+
+// SAFETY: a runner only reads the request and writes the reply area of the mapping, which the main thread keeps
+// mapped and does not touch until the runner's completion arrives.
+unsafe impl Send for Item {}
+
+/// Requests that run together: one (batch_merge off) or all pending ones (on).
+struct Work {
+    items: Vec<Item>,
+    cfg: HostConfig,
+}
+
+/// What a runner reports per finished request, and once per work unit (stats).
+struct Finished {
+    items: Vec<(Item, usize, bool)>,
+    stats: HostStats,
+    loaded: Vec<String>,
+    run_us: u64,
+    texts: u64,
+    pairs: u64,
 }
 
 #[pg_guard]
@@ -31,6 +61,7 @@ struct Taken {
 pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     BackgroundWorker::connect_worker_to_spi(None, None);
+    let runners = gucs::worker_runners();
     let cfg = worker_config();
     {
         let mut s = STATE.exclusive();
@@ -41,6 +72,7 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             s.started_at = pg_sys::GetCurrentTimestamp();
         }
         s.starts += 1;
+        s.runners = runners as u32;
         s.threads = cfg.intra_threads as u32;
         s.merge = gucs::batch_merge();
         // What a previous worker left: requests it took but never answered fail, abandoned ones are freed.
@@ -55,10 +87,34 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             }
         }
     }
-    log!("pg_feedback inference worker started ({} intra-op threads)", cfg.intra_threads);
-    let mut host = LocalHost::new();
-    warm_up(&mut host, &cfg);
+    // SAFETY: a plain eventfd, non-blocking: runners write to it, the main thread waits on it and drains it.
+    let event = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if event < 0 {
+        error!("pg_feedback inference worker: could not create an eventfd: {}", std::io::Error::last_os_error());
+    }
+    // SIGINT would cancel a "query" of this process: there is none, and an ERROR here would end the worker.
+    // SAFETY: ignoring a signal.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    let (work_tx, work_rx) = channel::<Work>();
+    let (done_tx, done_rx) = channel::<Finished>();
+    let work_rx = Arc::new(Mutex::new(work_rx));
+    let threads: Vec<JoinHandle<()>> = with_signals_blocked(|| {
+        (0..runners)
+            .map(|_| {
+                let (rx, tx, cfg) = (Arc::clone(&work_rx), done_tx.clone(), cfg.clone());
+                let names = (gucs::embedding_model(), gucs::rerank_model());
+                std::thread::spawn(move || runner(rx, tx, event, cfg, names))
+            })
+            .collect()
+    });
+    drop(done_tx);
+    *RUNNERS.lock().unwrap_or_else(|p| p.into_inner()) = Some((work_tx, threads));
+    // Whatever ends this process (SIGTERM, an ERROR on this thread), the runners stop before segments are unmapped.
+    // SAFETY: registering an exit callback.
+    unsafe { pg_sys::before_shmem_exit(Some(stop_runners), pg_sys::Datum::from(0)) };
+    log!("pg_feedback inference worker started: {runners} runners, {} intra-op thread(s) each", cfg.intra_threads);
 
+    let mut mapped = 0usize;
     loop {
         // Barriers (DROP DATABASE waits for every process to absorb one) and other interrupts.
         pg_sys::check_for_interrupts!();
@@ -72,21 +128,57 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             s.threads = worker_config().intra_threads as u32;
             s.merge = gucs::batch_merge();
         }
-        if !has_pending() {
-            wait(Duration::from_secs(1));
+        while let Ok(finished) = done_rx.try_recv() {
+            mapped -= finished.items.len();
+            complete(finished);
+        }
+        if has_pending() {
+            let merge = gucs::batch_merge();
+            if merge && !gucs::batch_wait().is_zero() {
+                // Let requests that arrive together share the run.
+                std::thread::sleep(gucs::batch_wait());
+            }
+            let items = take_pending();
+            mapped += items.len();
+            let cfg = worker_config();
+            let units: Vec<Vec<Item>> = if merge { vec![items] } else { items.into_iter().map(|i| vec![i]).collect() };
+            for items in units.into_iter().filter(|u| !u.is_empty()) {
+                dispatch(Work { items, cfg: cfg.clone() });
+            }
             continue;
         }
-        let merge = gucs::batch_merge();
-        if merge && !gucs::batch_wait().is_zero() {
-            // Let requests that arrive together share the run.
-            let until = Instant::now() + gucs::batch_wait();
-            while let Some(left) = until.checked_duration_since(Instant::now()) {
-                wait(left);
-            }
-        }
-        run_batch(&mut host, &worker_config(), merge);
+        wait(event, Duration::from_secs(1));
     }
-    shut_down();
+    // SIGTERM: fail what is not answered yet (backends get an ERROR at once) and exit. Exit code 1: the postmaster
+    // starts a new worker after bgw_restart_time. stop_runners waits for the runs in progress first.
+    fail_all();
+    log!("pg_feedback inference worker exiting ({mapped} requests were in progress)");
+    // SAFETY: a normal exit through Postgres' exit callbacks.
+    unsafe { pg_sys::proc_exit(1) };
+}
+
+type Runners = (Sender<Work>, Vec<JoinHandle<()>>);
+static RUNNERS: Mutex<Option<Runners>> = Mutex::new(None);
+
+/// Hands work to the runners (first come, first served).
+fn dispatch(work: Work) {
+    let runners = RUNNERS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((tx, _)) = runners.as_ref() {
+        let _ = tx.send(work);
+    }
+}
+
+/// Exit callback: no more work, and each runner finishes the run it is in (runners write into mapped segments,
+/// which Postgres unmaps after this), so a worker that ends for any reason never pulls memory from under a runner.
+#[pg_guard]
+unsafe extern "C-unwind" fn stop_runners(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    let runners = RUNNERS.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some((tx, threads)) = runners {
+        drop(tx);
+        for t in threads {
+            let _ = t.join();
+        }
+    }
 }
 
 /// The worker's host settings: the session's, but with the worker's thread count.
@@ -94,21 +186,89 @@ fn worker_config() -> HostConfig {
     HostConfig { intra_threads: gucs::worker_threads(), ..gucs::host_config() }
 }
 
-/// Loads the configured models at start, so the first request of the first session does not pay for it.
-fn warm_up(host: &mut LocalHost, cfg: &HostConfig) {
-    let embed = gucs::embedding_model();
-    let rerank = gucs::rerank_model();
-    let loaded: Result<()> = with_signals_blocked(|| {
-        host.embed(cfg, &embed, &["warm up"], TextRole::Query, &mut || ())?;
-        if !rerank.is_empty() {
-            host.rerank(cfg, &rerank, "warm up", &["warm up"], &mut || ())?;
+/// A runner: takes work, answers it with its own host, reports back, wakes the main thread.
+fn runner(
+    work: Arc<Mutex<Receiver<Work>>>,
+    done: Sender<Finished>,
+    event: i32,
+    cfg: HostConfig,
+    names: (String, String),
+) {
+    let mut host = LocalHost::new();
+    let _ = catch_unwind(AssertUnwindSafe(|| warm_up(&mut host, &cfg, &names)));
+    let warm = Finished {
+        items: Vec::new(),
+        stats: HostStats::ZERO,
+        loaded: loaded_models(&host),
+        run_us: 0,
+        texts: 0,
+        pairs: 0,
+    };
+    let _ = done.send(warm);
+    notify(event);
+    loop {
+        let next = work.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(work) = next else { return };
+        if done.send(run(&mut host, work)).is_err() {
+            return;
         }
-        Ok(())
-    });
-    if let Err(e) = loaded {
-        warning!("pg_feedback inference worker: could not load the configured models at start: {e}");
+        notify(event);
     }
-    STATE.exclusive().set_models(&loaded_models(host));
+}
+
+/// One unit of work: every request gets a reply written into its segment, whatever happens (a panic becomes an
+/// error reply).
+fn run(host: &mut LocalHost, Work { items, cfg }: Work) -> Finished {
+    let started = Instant::now();
+    let before = host.stats();
+    let requests: Vec<&Request> = items.iter().map(|i| &i.request).collect();
+    let replies = catch_unwind(AssertUnwindSafe(|| serve(host, &cfg, &requests, &mut || ()))).unwrap_or_else(|_| {
+        requests
+            .iter()
+            .map(|_| Err(ModelError::Worker { reason: "had an internal error running this request".into() }))
+            .collect()
+    });
+    let after = host.stats();
+    let (mut texts, mut pairs) = (0, 0);
+    for r in &requests {
+        match &r.job {
+            Job::Embed { texts: t, .. } => texts += t.len() as u64,
+            Job::Rerank { pairs: p } => pairs += p.len() as u64,
+            Job::CountTokens { .. } => {}
+        }
+    }
+    let items = items
+        .into_iter()
+        .zip(replies)
+        .map(|(item, reply)| {
+            let len = catch_unwind(AssertUnwindSafe(|| write_reply(&item, &reply))).unwrap_or(0);
+            (item, len, reply.is_err())
+        })
+        .collect();
+    let stats = HostStats {
+        embed_runs: after.embed_runs - before.embed_runs,
+        rerank_runs: after.rerank_runs - before.rerank_runs,
+        ..HostStats::ZERO
+    };
+    let run_us = started.elapsed().as_micros() as u64;
+    Finished { items, stats, loaded: loaded_models(host), run_us, texts, pairs }
+}
+
+fn write_reply(item: &Item, reply: &Result<Output>) -> usize {
+    // SAFETY: the mapping is `len` bytes long (reply_at <= len, checked when it was taken) and stays mapped until
+    // this item's completion is received; the backend reads the reply area only after the slot says Done.
+    let room = unsafe { std::slice::from_raw_parts_mut(item.base.add(item.reply_at), item.len - item.reply_at) };
+    encode_reply(reply, room)
+}
+
+/// Loads the configured models (embedding, cross-encoder) when a runner starts, so the first request of the first
+/// session does not pay. A model that cannot load fails its requests later, with the reason (a runner does not log:
+/// that is a Postgres call).
+fn warm_up(host: &mut LocalHost, cfg: &HostConfig, (embed, rerank): &(String, String)) {
+    let _ = host.embed(cfg, embed, &["warm up"], TextRole::Query, &mut || ());
+    if !rerank.is_empty() {
+        let _ = host.rerank(cfg, rerank, "warm up", &["warm up"], &mut || ());
+    }
 }
 
 fn loaded_models(host: &LocalHost) -> Vec<String> {
@@ -119,11 +279,12 @@ fn has_pending() -> bool {
     STATE.share().slots.iter().any(|s| s.state == SlotState::Pending)
 }
 
-/// Takes every pending request, answers them, hands the replies back.
-fn run_batch(host: &mut LocalHost, cfg: &HostConfig, merge: bool) {
+/// Takes every pending request: marks it running, maps its segment and reads it. A request that cannot be read is
+/// answered at once; one whose backend gave up (no segment) is freed.
+fn take_pending() -> Vec<Item> {
     // SAFETY: plain reads of this process's globals.
     let (me, now) = unsafe { (pg_sys::MyProcPid, pg_sys::GetCurrentTimestamp()) };
-    let mut taken: Vec<Taken> = {
+    let taken: Vec<(usize, u64, pg_sys::dsm_handle, usize)> = {
         let mut s = STATE.exclusive();
         // Replies nobody will read: their backend exited (a FATAL does not unwind to give the slot up).
         for slot in s.slots.iter_mut() {
@@ -131,149 +292,167 @@ fn run_batch(host: &mut LocalHost, cfg: &HostConfig, merge: bool) {
                 slot.state = SlotState::Free;
             }
         }
-        s.slots
+        let mut wait_us = 0u64;
+        let taken = s
+            .slots
             .iter_mut()
             .enumerate()
             .filter(|(_, slot)| slot.state == SlotState::Pending)
             .map(|(i, slot)| {
                 slot.state = SlotState::Running;
                 slot.worker_pid = me;
-                Taken {
-                    slot: i,
-                    seq: slot.seq,
-                    segment: std::ptr::null_mut(),
-                    request_len: slot.request_len as usize,
-                    queued_at: slot.queued_at,
-                    request: Err(ModelError::Worker { reason: "lost the request".into() }),
-                }
+                wait_us += (now - slot.queued_at).max(0) as u64;
+                (i, slot.seq, slot.handle, slot.request_len as usize)
             })
-            .collect()
+            .collect::<Vec<_>>();
+        s.counters.wait_us += wait_us;
+        s.counters.requests += taken.len() as u64;
+        s.counters.batches += 1;
+        taken
     };
-    let handles: Vec<pg_sys::dsm_handle> = {
-        let s = STATE.share();
-        taken.iter().map(|t| s.slots[t.slot].handle).collect()
+    let mut items = Vec::with_capacity(taken.len());
+    for (slot, seq, handle, request_len) in taken {
+        // SAFETY: NULL when the backend gave up and its segment is gone; detached when the request completes.
+        let segment = unsafe { pg_sys::dsm_attach(handle) };
+        if segment.is_null() {
+            finish(slot, seq, None);
+            continue;
+        }
+        // SAFETY: a segment we just mapped, `len` bytes long.
+        let (base, len) =
+            unsafe { (pg_sys::dsm_segment_address(segment).cast::<u8>(), pg_sys::dsm_segment_map_length(segment)) };
+        // SAFETY: reads within the mapping (length checked first); the backend wrote the header before it made the
+        // slot pending.
+        let ours = len >= HEADER + request_len
+            && unsafe {
+                base.cast::<u64>().read_unaligned() == MAGIC && base.cast::<u64>().add(1).read_unaligned() == seq
+            };
+        if !ours {
+            // Not this request's segment (a recycled handle): touch nothing in it.
+            // SAFETY: mapped above, used by nobody else.
+            unsafe { pg_sys::dsm_detach(segment) };
+            finish(slot, seq, None);
+            continue;
+        }
+        // SAFETY: checked above: the request's bytes are inside the mapping.
+        let bytes = unsafe { std::slice::from_raw_parts(base.add(HEADER), request_len) };
+        let mut item = Item { slot, seq, segment, base, len, reply_at: HEADER + request_len, request: empty() };
+        match Request::decode(bytes) {
+            Ok(request) => {
+                item.request = request;
+                items.push(item);
+            }
+            Err(e) => {
+                let n = write_reply(&item, &Err(e));
+                // SAFETY: mapped above, used by nobody else.
+                unsafe { pg_sys::dsm_detach(segment) };
+                STATE.exclusive().counters.errors += 1;
+                finish(slot, seq, Some(n));
+            }
+        }
+    }
+    items
+}
+
+fn empty() -> Request {
+    Request {
+        model: String::new(),
+        model_dir: Default::default(),
+        max_rows: 1,
+        max_tokens: 1,
+        job: Job::CountTokens { text: String::new() },
+    }
+}
+
+/// A runner's completions: unmap, mark answered, wake the backends, count.
+fn complete(finished: Finished) {
+    let errors = finished.items.iter().filter(|(_, _, failed)| *failed).count() as u64;
+    for (item, len, _) in &finished.items {
+        // SAFETY: mapped by take_pending; the runner is done with it.
+        unsafe { pg_sys::dsm_detach(item.segment) };
+        finish(item.slot, item.seq, Some(*len));
+    }
+    let mut s = STATE.exclusive();
+    let c: &mut Counters = &mut s.counters;
+    c.texts += finished.texts;
+    c.pairs += finished.pairs;
+    c.embed_runs += finished.stats.embed_runs;
+    c.rerank_runs += finished.stats.rerank_runs;
+    c.run_us += finished.run_us;
+    c.errors += errors;
+    if !finished.loaded.is_empty() {
+        s.add_models(&finished.loaded);
+    }
+}
+
+/// Marks a taken request answered (`reply_len`) or, without a reply, freed; wakes its backend.
+fn finish(slot: usize, seq: u64, reply_len: Option<usize>) {
+    let latch = {
+        let mut s = STATE.exclusive();
+        let slot = &mut s.slots[slot];
+        if slot.seq != seq {
+            return;
+        }
+        match (slot.state, reply_len) {
+            (SlotState::Running, Some(n)) => {
+                slot.state = SlotState::Done;
+                slot.reply_len = n as u32;
+                slot.latch
+            }
+            (SlotState::Running | SlotState::Abandoned, _) => {
+                slot.state = SlotState::Free;
+                std::ptr::null_mut()
+            }
+            _ => std::ptr::null_mut(),
+        }
     };
-    for (t, handle) in taken.iter_mut().zip(handles) {
-        // SAFETY: NULL when the backend gave up and its segment is gone; we detach what we attach below.
-        t.segment = unsafe { pg_sys::dsm_attach(handle) };
-        if !t.segment.is_null() {
-            // SAFETY: the backend wrote request_len bytes at the start of the segment.
-            let bytes = unsafe { std::slice::from_raw_parts(segment_address(t.segment), t.request_len) };
-            t.request = Request::decode(bytes);
-        }
-    }
-
-    let started = Instant::now();
-    let before = host.stats();
-    let live: Vec<usize> = (0..taken.len()).filter(|&i| taken[i].request.is_ok()).collect();
-    let requests: Vec<&Request> = live.iter().map(|&i| taken[i].request.as_ref().unwrap()).collect();
-    let replies = with_signals_blocked(|| {
-        if merge {
-            serve(host, cfg, &requests, &mut || ())
-        } else {
-            requests.iter().map(|r| serve(host, cfg, &[r], &mut || ()).remove(0)).collect()
-        }
-    });
-    let run_us = started.elapsed().as_micros() as u64;
-    let after = host.stats();
-
-    let mut texts = 0;
-    let mut pairs = 0;
-    let mut errors = 0;
-    let mut answers: Vec<Option<Result<Output>>> = taken.iter().map(|_| None).collect();
-    for (&i, reply) in live.iter().zip(replies) {
-        match &taken[i].request.as_ref().unwrap().job {
-            Job::Embed { texts: t, .. } => texts += t.len() as u64,
-            Job::Rerank { pairs: p } => pairs += p.len() as u64,
-            Job::CountTokens { .. } => {}
-        }
-        answers[i] = Some(reply);
-    }
-    let mut wait_us = 0u64;
-    let mut latches = Vec::new();
-    for (t, answer) in taken.iter_mut().zip(answers) {
-        let answer = answer.unwrap_or_else(|| match &t.request {
-            Err(e) => Err(e.clone()),
-            Ok(_) => unreachable!("answered above"),
-        });
-        let mut reply_len = 0;
-        if !t.segment.is_null() {
-            errors += u64::from(answer.is_err());
-            // SAFETY: the segment is at least request_len + reply capacity long (Request::reply_capacity).
-            unsafe {
-                let total = pg_sys::dsm_segment_map_length(t.segment);
-                let room = std::slice::from_raw_parts_mut(
-                    segment_address(t.segment).add(t.request_len),
-                    total.saturating_sub(t.request_len),
-                );
-                reply_len = encode_reply(&answer, room);
-                pg_sys::dsm_detach(t.segment);
-            }
-        }
-        wait_us += (now - t.queued_at).max(0) as u64;
-        let mut s = STATE.exclusive();
-        let slot = &mut s.slots[t.slot];
-        if slot.seq == t.seq {
-            match slot.state {
-                SlotState::Abandoned => slot.state = SlotState::Free,
-                SlotState::Running if !t.segment.is_null() => {
-                    slot.state = SlotState::Done;
-                    slot.reply_len = reply_len as u32;
-                    latches.push(slot.latch);
-                }
-                SlotState::Running => slot.state = SlotState::Free,
-                _ => {}
-            }
-        }
-    }
-    let models = loaded_models(host);
-    {
-        let mut s = STATE.exclusive();
-        let c = &mut s.counters;
-        c.batches += 1;
-        c.requests += taken.len() as u64;
-        c.texts += texts;
-        c.pairs += pairs;
-        c.embed_runs += after.embed_runs - before.embed_runs;
-        c.rerank_runs += after.rerank_runs - before.rerank_runs;
-        c.wait_us += wait_us;
-        c.run_us += run_us;
-        c.errors += errors;
-        s.set_models(&models);
-    }
-    latches.into_iter().for_each(wake);
+    wake(latch);
 }
 
-/// On SIGTERM: requests not answered yet fail at once (their backends get an ERROR), and the postmaster starts a
-/// new worker after a second.
-fn shut_down() {
-    {
-        let mut s = STATE.exclusive();
-        s.worker_pid = 0;
-        s.worker_latch = std::ptr::null_mut();
-        for slot in s.slots.iter_mut() {
-            match slot.state {
-                SlotState::Pending | SlotState::Running => {
-                    slot.state = SlotState::Failed;
-                    wake(slot.latch);
-                }
-                SlotState::Abandoned => slot.state = SlotState::Free,
-                _ => {}
+/// Fails every request not answered yet (the worker is exiting).
+fn fail_all() {
+    let mut s = STATE.exclusive();
+    s.worker_pid = 0;
+    s.worker_latch = std::ptr::null_mut();
+    for slot in s.slots.iter_mut() {
+        match slot.state {
+            SlotState::Pending | SlotState::Running => {
+                slot.state = SlotState::Failed;
+                wake(slot.latch);
             }
+            SlotState::Abandoned => slot.state = SlotState::Free,
+            _ => {}
         }
     }
-    log!("pg_feedback inference worker exiting");
-    // SAFETY: exit code 1: the postmaster restarts the worker after bgw_restart_time.
-    unsafe { pg_sys::proc_exit(1) };
 }
 
-fn segment_address(segment: *mut pg_sys::dsm_segment) -> *mut u8 {
-    // SAFETY: a segment we attached.
-    unsafe { pg_sys::dsm_segment_address(segment).cast() }
+/// Sleeps until the latch is set, a runner writes the eventfd, or `timeout` (exits if the postmaster dies).
+fn wait(event: i32, timeout: Duration) {
+    // SAFETY: our latch and our eventfd.
+    unsafe {
+        pg_sys::WaitLatchOrSocket(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_SOCKET_READABLE | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH)
+                as i32,
+            event,
+            timeout.as_millis() as std::ffi::c_long,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+        let mut count = 0u64;
+        libc::read(event, (&raw mut count).cast(), 8);
+    }
 }
 
-/// Runs `f` with every signal blocked in this thread: threads ONNX Runtime creates meanwhile inherit the mask, so
-/// Postgres' handlers never run on them. Signals that arrive meanwhile are delivered when `f` returns.
+/// Tells the main thread a completion is waiting (a runner may not set a latch: that is a Postgres call).
+fn notify(event: i32) {
+    let one = 1u64;
+    // SAFETY: an 8-byte write to our eventfd.
+    unsafe { libc::write(event, (&raw const one).cast(), 8) };
+}
+
+/// Runs `f` with every signal blocked in this thread: threads created meanwhile (the runners, and through them ONNX
+/// Runtime's) inherit the mask, so Postgres' handlers never run on them.
 fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
     // SAFETY: plain sigprocmask calls on this thread's mask, restored afterwards.
     unsafe {

@@ -75,7 +75,7 @@ pub struct Counters {
 }
 
 impl Counters {
-    const ZERO: Counters = Counters {
+    pub const ZERO: Counters = Counters {
         batches: 0,
         requests: 0,
         texts: 0,
@@ -95,6 +95,7 @@ pub struct State {
     pub worker_latch: *mut pg_sys::Latch,
     pub starts: u64,
     pub started_at: i64,
+    pub runners: u32,
     pub threads: u32,
     pub merge: bool,
     pub next_seq: u64,
@@ -113,6 +114,7 @@ impl State {
             worker_latch: std::ptr::null_mut(),
             starts: 0,
             started_at: 0,
+            runners: 0,
             threads: 0,
             merge: false,
             next_seq: 1,
@@ -122,9 +124,12 @@ impl State {
         }
     }
 
-    pub fn set_models(&mut self, models: &[String]) {
+    /// Adds the models a runner has loaded to the list the view shows (each once; the first MODELS).
+    pub fn add_models(&mut self, models: &[String]) {
+        let mut all = model_names(&self.models);
+        all.extend(models.iter().filter(|m| !all.contains(m)).cloned().collect::<Vec<_>>());
         self.models = [[0; KEY_BYTES]; MODELS];
-        for (dst, m) in self.models.iter_mut().zip(models) {
+        for (dst, m) in self.models.iter_mut().zip(&all) {
             let n = m.len().min(KEY_BYTES - 1);
             dst[..n].copy_from_slice(&m.as_bytes()[..n]);
         }
@@ -139,6 +144,7 @@ pub struct Snapshot {
     pub pid: i32,
     pub started_at: i64,
     pub starts: u64,
+    pub runners: u32,
     pub threads: u32,
     pub merge: bool,
     pub models: Vec<String>,
@@ -150,16 +156,12 @@ pub struct Snapshot {
 pub fn snapshot() -> Snapshot {
     let s = STATE.share();
     let count = |st: SlotState| s.slots.iter().filter(|x| x.state == st).count();
-    let models = s
-        .models
-        .iter()
-        .map(|m| String::from_utf8_lossy(&m[..m.iter().position(|&b| b == 0).unwrap_or(m.len())]).into_owned())
-        .filter(|m| !m.is_empty())
-        .collect();
+    let models = model_names(&s.models);
     Snapshot {
         pid: s.worker_pid,
         started_at: s.started_at,
         starts: s.starts,
+        runners: s.runners,
         threads: s.threads,
         merge: s.merge,
         models,
@@ -167,6 +169,14 @@ pub fn snapshot() -> Snapshot {
         in_flight: count(SlotState::Running),
         counters: s.counters,
     }
+}
+
+fn model_names(models: &[[u8; KEY_BYTES]; MODELS]) -> Vec<String> {
+    models
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m[..m.iter().position(|&b| b == 0).unwrap_or(m.len())]).into_owned())
+        .filter(|m| !m.is_empty())
+        .collect()
 }
 
 /// Wakes the process waiting on `latch` (a no-op for a null latch).
