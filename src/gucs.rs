@@ -265,11 +265,11 @@ fn init_worker() {
         c"Model runs the shared inference worker makes at once; 0 means one per CPU.",
         c"Each runner is a thread with its own copy of the model sessions (about 150 MB with both models): a \
           request runs on one runner, as it would in its backend, while others run beside it. Read when the \
-          worker starts.",
+          worker starts (after a reload: SELECT pg_terminate_backend(pid) FROM feedback_worker restarts it).",
         &WORKER_RUNNERS,
         0,
         64,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
