@@ -29,11 +29,24 @@ struct Item {
     slot: usize,
     seq: u64,
     segment: *mut pg_sys::dsm_segment,
-    /// The mapping's start and length, and where the reply goes, for the runner (which never calls Postgres).
+    reply: ReplyArea,
+    request: Request,
+}
+
+/// Where a request's reply goes in its mapped segment, for whoever writes it (a runner never calls Postgres).
+struct ReplyArea {
     base: *mut u8,
     len: usize,
     reply_at: usize,
-    request: Request,
+}
+
+impl ReplyArea {
+    fn write(&self, reply: &Result<Output>) -> usize {
+        // SAFETY: the mapping is `len` bytes long (reply_at <= len, checked when it was taken) and stays mapped until
+        // the request's completion is received; the backend reads the reply area only after the slot says Done.
+        let room = unsafe { std::slice::from_raw_parts_mut(self.base.add(self.reply_at), self.len - self.reply_at) };
+        encode_reply(reply, room)
+    }
 }
 
 // SAFETY: a runner only reads the request and writes the reply area of the mapping, which the main thread keeps
@@ -241,7 +254,7 @@ fn run(host: &mut LocalHost, Work { items, cfg }: Work) -> Finished {
         .into_iter()
         .zip(replies)
         .map(|(item, reply)| {
-            let len = catch_unwind(AssertUnwindSafe(|| write_reply(&item, &reply))).unwrap_or(0);
+            let len = catch_unwind(AssertUnwindSafe(|| item.reply.write(&reply))).unwrap_or(0);
             (item, len, reply.is_err())
         })
         .collect();
@@ -252,13 +265,6 @@ fn run(host: &mut LocalHost, Work { items, cfg }: Work) -> Finished {
     };
     let run_us = started.elapsed().as_micros() as u64;
     Finished { items, stats, loaded: loaded_models(host), run_us, texts, pairs }
-}
-
-fn write_reply(item: &Item, reply: &Result<Output>) -> usize {
-    // SAFETY: the mapping is `len` bytes long (reply_at <= len, checked when it was taken) and stays mapped until
-    // this item's completion is received; the backend reads the reply area only after the slot says Done.
-    let room = unsafe { std::slice::from_raw_parts_mut(item.base.add(item.reply_at), item.len - item.reply_at) };
-    encode_reply(reply, room)
 }
 
 /// Loads the configured models (embedding, cross-encoder) when a runner starts, so the first request of the first
@@ -336,14 +342,11 @@ fn take_pending() -> Vec<Item> {
         }
         // SAFETY: checked above: the request's bytes are inside the mapping.
         let bytes = unsafe { std::slice::from_raw_parts(base.add(HEADER), request_len) };
-        let mut item = Item { slot, seq, segment, base, len, reply_at: HEADER + request_len, request: empty() };
+        let reply = ReplyArea { base, len, reply_at: HEADER + request_len };
         match Request::decode(bytes) {
-            Ok(request) => {
-                item.request = request;
-                items.push(item);
-            }
+            Ok(request) => items.push(Item { slot, seq, segment, reply, request }),
             Err(e) => {
-                let n = write_reply(&item, &Err(e));
+                let n = reply.write(&Err(e));
                 // SAFETY: mapped above, used by nobody else.
                 unsafe { pg_sys::dsm_detach(segment) };
                 STATE.exclusive().counters.errors += 1;
@@ -352,16 +355,6 @@ fn take_pending() -> Vec<Item> {
         }
     }
     items
-}
-
-fn empty() -> Request {
-    Request {
-        model: String::new(),
-        model_dir: Default::default(),
-        max_rows: 1,
-        max_tokens: 1,
-        job: Job::CountTokens { text: String::new() },
-    }
 }
 
 /// A runner's completions: unmap, mark answered, wake the backends, count.
