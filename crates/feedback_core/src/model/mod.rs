@@ -21,4 +21,4 @@ pub use host::{chunks, HostConfig, HostStats, LocalHost, ModelHost, CPU_ARENA};
 pub use manifest::{sha256_hex, Manifest, ModelKind, Pooling, MANIFEST_FILE};
 pub use pin::{installed_key, model_key, split_key};
 pub use pooling::{cosine, l2_normalize, pool};
-pub use query_cache::QueryCache;
+pub use query_cache::{Cache, QueryCache, ScoreCache};
