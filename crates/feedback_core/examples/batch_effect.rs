@@ -12,6 +12,7 @@ fn main() {
         dimensions: 384,
         batch_size: 64,
         max_batch_tokens: 1024,
+        max_pair_tokens: 0,
     };
     let mut rdr = csv::Reader::from_path("data/sample_notes.csv").unwrap();
     let texts: Vec<String> = rdr

@@ -165,6 +165,7 @@ fn main() {
         dimensions: 384,
         batch_size: if rows == "all" { usize::MAX } else { rows.parse().unwrap() },
         max_batch_tokens: if tokens == "none" { usize::MAX } else { tokens.parse().unwrap() },
+        max_pair_tokens: 0,
     };
     let mut host = LocalHost::new();
     host.set_cpu_arena(arena == "on");

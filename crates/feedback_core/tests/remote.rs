@@ -85,6 +85,7 @@ fn requests_answered_together_match_requests_answered_alone() {
         model_dir: cfg.model_dir.clone(),
         max_rows: cfg.batch_size,
         max_tokens: cfg.max_batch_tokens,
+        max_pair_tokens: 0,
         job,
     };
     let requests = vec![
@@ -131,6 +132,7 @@ fn an_error_fails_only_the_requests_it_concerns() {
         model_dir: cfg.model_dir.clone(),
         max_rows: cfg.batch_size,
         max_tokens: cfg.max_batch_tokens,
+        max_pair_tokens: 0,
         job: Job::Embed { texts: vec!["a".into()], query: false },
     };
     // Same group as `good` (same model name and kind) but a pinned key whose weights are not installed.

@@ -142,3 +142,22 @@ fn a_cancellation_in_between_stops_the_call_within_one_run() {
     let s = host.rerank(&cfg, CROSS_ENCODER, "query", &["still works"], &mut || {}).unwrap();
     assert_eq!(s.len(), 1);
 }
+
+#[test]
+fn pair_length_limit_cuts_the_passage_not_the_query() {
+    let query = "should outbound HTTP calls have a timeout?";
+    let short = "Set a timeout on every outbound HTTP call.";
+    // The answer comes after 60 words of filler: a 32-token pair never sees it.
+    let filler = ["The bakery on the corner sells fresh bread every morning."; 6].join(" ");
+    let long = format!("{filler} Set a timeout on every outbound HTTP call, or a stalled server hangs the worker.");
+    let mut host = LocalHost::new();
+    let full = host.rerank(&config(8, 8192), CROSS_ENCODER, query, &[short, &long], &mut || {}).unwrap();
+    let cut_cfg = HostConfig { max_pair_tokens: 32, ..config(8, 8192) };
+    let cut = host.rerank(&cut_cfg, CROSS_ENCODER, query, &[short, &long], &mut || {}).unwrap();
+    // A pair within the limit scores as before; the long passage loses its answer and its score.
+    assert!((full[0] - cut[0]).abs() < 0.5, "short pair: {} then {}", full[0], cut[0]);
+    assert!(full[1] > cut[1] + 2.0, "long pair: {} in full, {} cut to 32 tokens", full[1], cut[1]);
+    // The limit is per call: 0 is the model's own limit again.
+    let again = host.rerank(&config(8, 8192), CROSS_ENCODER, query, &[short, &long], &mut || {}).unwrap();
+    assert_eq!(again, full);
+}

@@ -90,6 +90,11 @@ struct Tokens {
     type_ids: Vec<u32>,
 }
 
+/// Inputs longer than `max_length` tokens (special tokens included) lose tokens from their longer side first.
+fn truncation(max_length: usize) -> TruncationParams {
+    TruncationParams { max_length, strategy: TruncationStrategy::LongestFirst, ..Default::default() }
+}
+
 /// A model folder loaded into memory: manifest, tokenizer (truncating to the model's limit, never padding) and
 /// ONNX session.
 struct Loaded {
@@ -161,13 +166,7 @@ impl Loaded {
     fn tokenizer(manifest: &Manifest, bytes: &[u8]) -> Result<Tokenizer> {
         let fail = |e: String| ModelError::Tokenizer { name: manifest.name.clone(), reason: e };
         let mut tokenizer = Tokenizer::from_bytes(bytes).map_err(|e| fail(e.to_string()))?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: manifest.max_tokens,
-                strategy: TruncationStrategy::LongestFirst,
-                ..Default::default()
-            }))
-            .map_err(|e| fail(e.to_string()))?;
+        tokenizer.with_truncation(Some(truncation(manifest.max_tokens))).map_err(|e| fail(e.to_string()))?;
         Ok(tokenizer)
     }
 
@@ -379,6 +378,21 @@ impl CrossEncoder {
     /// Model runs this session has made so far.
     pub fn runs(&self) -> u64 {
         self.model.runs
+    }
+
+    /// Bounds every pair scored from now on to `max_tokens` tokens, special tokens included (the longer of query
+    /// and passage is cut first); 0 or more than the model's limit: the model's limit.
+    pub fn set_max_tokens(&mut self, max_tokens: usize) -> Result<()> {
+        let limit = self.model.manifest.max_tokens;
+        let wanted = if max_tokens == 0 { limit } else { max_tokens.min(limit) };
+        if self.model.tokenizer.get_truncation().map(|t| t.max_length) == Some(wanted) {
+            return Ok(());
+        }
+        self.model
+            .tokenizer
+            .with_truncation(Some(truncation(wanted)))
+            .map(|_| ())
+            .map_err(|e| ModelError::Tokenizer { name: self.model.manifest.name.clone(), reason: e.to_string() })
     }
 
     /// Scores any number of passages against `query` in runs within `limits` (see [`plan_runs`]), calling

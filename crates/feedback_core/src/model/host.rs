@@ -20,6 +20,9 @@ pub struct HostConfig {
     pub batch_size: usize,
     /// Most padded tokens (rows x longest row) per model run: bounds a run's memory whatever the texts' length.
     pub max_batch_tokens: usize,
+    /// Most tokens of a cross-encoder pair, query and passage together (the longer side is cut first); 0: the
+    /// model's own limit. Reranking cost grows with pair length.
+    pub max_pair_tokens: usize,
 }
 
 impl HostConfig {
@@ -199,6 +202,7 @@ impl ModelHost for LocalHost {
         between: &mut dyn FnMut(),
     ) -> Result<Vec<f32>> {
         let cross_encoder = self.cross_encoder(cfg, model)?;
+        cross_encoder.set_max_tokens(cfg.max_pair_tokens)?;
         let before = cross_encoder.runs();
         let scores: Result<Vec<f32>> = chunks(pairs, cfg)
             .map(|chunk| cross_encoder.score_pairs(chunk, cfg.run_limits(), between))
@@ -278,6 +282,7 @@ mod tests {
             dimensions: 384,
             batch_size: 64,
             max_batch_tokens: 8192,
+            max_pair_tokens: 0,
         }
     }
 

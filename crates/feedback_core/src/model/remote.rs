@@ -29,6 +29,9 @@ pub struct Request {
     /// alone is split into exactly the runs the caller's own host would make.
     pub max_rows: usize,
     pub max_tokens: usize,
+    /// The caller's `pg_feedback.rerank_max_tokens` (0: the model's limit).
+    #[serde(default)]
+    pub max_pair_tokens: usize,
     pub job: Job,
 }
 
@@ -170,6 +173,7 @@ impl<T: Transport> RemoteHost<T> {
             model_dir: cfg.model_dir.clone(),
             max_rows: cfg.batch_size,
             max_tokens: cfg.max_batch_tokens,
+            max_pair_tokens: cfg.max_pair_tokens,
             job,
         };
         let expected = request.items();
@@ -241,13 +245,15 @@ impl<T: Transport> ModelHost for RemoteHost<T> {
     }
 }
 
-/// Which requests can share model runs: same job kind (and text role), same model, same model directory.
+/// Which requests can share model runs: same job kind (and text role), same model, same model directory, same
+/// pair length limit.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Group {
     /// Latency-sensitive work first: query embeddings, then reranking, token counts, and bulk embeddings last.
     order: u8,
     model: String,
     model_dir: PathBuf,
+    max_pair_tokens: usize,
 }
 
 fn group_of(r: &Request) -> Group {
@@ -257,7 +263,7 @@ fn group_of(r: &Request) -> Group {
         Job::CountTokens { .. } => 2,
         Job::Embed { query: false, .. } => 3,
     };
-    Group { order, model: r.model.clone(), model_dir: r.model_dir.clone() }
+    Group { order, model: r.model.clone(), model_dir: r.model_dir.clone(), max_pair_tokens: r.max_pair_tokens }
 }
 
 /// Answers `requests` in as few model runs as the run limits allow: requests for the same model and job kind are
@@ -308,9 +314,10 @@ fn run_merged(
             model_dir: first.model_dir.clone(),
             batch_size: first.max_rows,
             max_batch_tokens: first.max_tokens,
+            max_pair_tokens: first.max_pair_tokens,
             ..cfg.clone()
         },
-        _ => HostConfig { model_dir: first.model_dir.clone(), ..cfg.clone() },
+        _ => HostConfig { model_dir: first.model_dir.clone(), max_pair_tokens: first.max_pair_tokens, ..cfg.clone() },
     };
     let model = first.model.as_str();
     let sizes: Vec<usize> = members.iter().map(|&i| requests[i].items()).collect();
@@ -395,6 +402,7 @@ mod tests {
             model_dir: "/m".into(),
             max_rows: 64,
             max_tokens: 1024,
+            max_pair_tokens: 0,
             job: Job::Embed { texts: vec!["a\u{0}b".into(), "ü".into()], query: false },
         };
         assert_eq!(Request::decode(&r.encode()).unwrap(), r);
@@ -406,7 +414,14 @@ mod tests {
 
     #[test]
     fn groups_put_queries_first_and_bulk_last() {
-        let r = |job| Request { model: "m".into(), model_dir: "/m".into(), max_rows: 1, max_tokens: 1, job };
+        let r = |job| Request {
+            model: "m".into(),
+            model_dir: "/m".into(),
+            max_rows: 1,
+            max_tokens: 1,
+            max_pair_tokens: 0,
+            job,
+        };
         let bulk = group_of(&r(Job::Embed { texts: vec![], query: false }));
         let query = group_of(&r(Job::Embed { texts: vec![], query: true }));
         let rerank = group_of(&r(Job::Rerank { pairs: vec![] }));

@@ -16,6 +16,7 @@ pub fn config() -> HostConfig {
         dimensions: 384,
         batch_size: 4,
         max_batch_tokens: 8192,
+        max_pair_tokens: 0,
     }
 }
 
