@@ -28,7 +28,9 @@ CREATE TABLE feedback_notes (
     tenant               text,
     screening            jsonb NOT NULL DEFAULT '[]',
     redactions           text[] NOT NULL DEFAULT '{}',
-    CONSTRAINT feedback_notes_content_hash_key UNIQUE (content_hash)
+    CONSTRAINT feedback_notes_content_hash_key UNIQUE (content_hash),
+    search_vector        tsvector GENERATED ALWAYS AS (
+                             to_tsvector('pg_catalog.english'::regconfig, lesson || ' ' || correction)) STORED
 );
 ALTER SEQUENCE feedback_notes_id_seq OWNED BY feedback_notes.id;
 
@@ -36,6 +38,7 @@ CREATE INDEX feedback_notes_embedding_idx ON feedback_notes USING hnsw (embeddin
 CREATE INDEX feedback_notes_embedding_alt_idx ON feedback_notes USING hnsw (embedding_alt vector_cosine_ops);
 CREATE INDEX feedback_notes_task_type_idx ON feedback_notes (task_type, status);
 CREATE INDEX feedback_notes_pending_idx ON feedback_notes (created_at) WHERE status = 'pending';
+CREATE INDEX feedback_notes_search_idx ON feedback_notes USING gin (search_vector);
 
 SELECT pg_catalog.pg_extension_config_dump('feedback_notes', '');
 SELECT pg_catalog.pg_extension_config_dump('feedback_notes_id_seq', '');
@@ -71,6 +74,9 @@ COMMENT ON COLUMN feedback_notes.tenant IS
     'across tenants.';
 COMMENT ON COLUMN feedback_notes.screening IS 'fb_screen findings on the lesson and correction (field, rule, family, severity, span).';
 COMMENT ON COLUMN feedback_notes.redactions IS 'Kinds of secrets fb_redact replaced when the note was stored.';
+COMMENT ON COLUMN feedback_notes.search_vector IS
+    'Full-text lexemes of lesson and correction (English), generated; the second candidate source of fb_retrieve '
+    'when pg_feedback.hybrid is on.';
 
 -- The next note id. SECURITY DEFINER: writers need no right on the sequence, and cannot take ids themselves.
 CREATE FUNCTION _fb_next_note_id() RETURNS bigint
@@ -171,6 +177,34 @@ COMMENT ON VIEW feedback_active_notes IS
     'of, with their vector of the active model (NULL until re-embedded when another model computed it). Retrieval '
     'reads the same notes, so it never returns another tenant''s note nor a pending one.';
 
+-- The vector column (slot) holding a model's vectors (default: the active model) and the model's key; NULL
+-- column when no slot holds that model.
+CREATE FUNCTION _fb_vector_column(model text, OUT key text, OUT vec text)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        SELECT coalesce(_fb_vector_column.model, a.model),
+               CASE CASE WHEN _fb_vector_column.model IS NULL OR _fb_vector_column.model = a.model THEN a.slot
+                         ELSE (SELECT s.slot FROM feedback_embedding_slots s
+                                WHERE s.model = _fb_vector_column.model AND NOT s.active) END
+                    WHEN 1 THEN 'embedding' WHEN 2 THEN 'embedding_alt' END
+          FROM _fb_active() a;
+    END;
+COMMENT ON FUNCTION _fb_vector_column(text) IS
+    'Internal: the key of a model (default: the active one) and the feedback_notes column holding its vectors.';
+
+-- Which notes a candidate search may return, as a WHERE condition over feedback_notes f with parameters
+-- $3 model key, $4 scoped, $5 tenant, $6 tenants (the caller's EXECUTE passes them in those positions).
+CREATE FUNCTION _fb_candidate_filter(vec text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    RETURN format('f.status = ''active'' AND f.%I = $3 AND f.%I IS NOT NULL '
+                  'AND CASE WHEN $4 THEN f.tenant IS NOT DISTINCT FROM $5 '
+                  'ELSE f.tenant IS NULL OR f.tenant = ANY ($6) END', vec || '_model', vec);
+COMMENT ON FUNCTION _fb_candidate_filter(text) IS
+    'Internal: the condition every candidate search applies (active, embedded by the model in that slot, a '
+    'tenant the acting role may see), for EXECUTE with parameters $3 model key, $4 scoped, $5 tenant, $6 tenants.';
+
 -- Nearest active notes of one task_type among those the acting role may see (shared ones and its tenants'), with
 -- what retrieval shows of them, compared only with vectors of one model (default: the active one) in the slot that
 -- holds it. Exact when the task_type holds at most pg_feedback.exact_scan_limit such notes (perfect recall, cheap
@@ -191,18 +225,11 @@ DECLARE
     exact_limit integer := current_setting('pg_feedback.exact_scan_limit')::integer;
     tenants text[] := CASE WHEN scoped THEN ARRAY[p_tenant] ELSE _fb_my_tenants() END;
     key text;
-    slot smallint;
     vec text;
     filter text;
     n bigint;
 BEGIN
-    SELECT coalesce(_fb_candidates.model, a.model),
-           CASE WHEN _fb_candidates.model IS NULL OR _fb_candidates.model = a.model THEN a.slot
-                ELSE (SELECT s.slot FROM feedback_embedding_slots s
-                       WHERE s.model = _fb_candidates.model AND NOT s.active) END
-      INTO key, slot
-      FROM _fb_active() a;
-    vec := CASE slot WHEN 1 THEN 'embedding' WHEN 2 THEN 'embedding_alt' END;
+    SELECT c.key, c.vec INTO key, vec FROM _fb_vector_column(model) c;
     IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, not %', k
             USING ERRCODE = 'invalid_parameter_value', HINT = 'k is how many candidates to return, e.g. 20.';
@@ -213,10 +240,7 @@ BEGIN
     IF vec IS NULL OR q IS NULL THEN
         RETURN;   -- no slot holds vectors of this model
     END IF;
-    -- $1 query vector, $2 task_type, $3 model key, $4 scoped, $5 tenant, $6 tenants, $7 k
-    filter := format('f.status = ''active'' AND f.%I = $3 AND f.%I IS NOT NULL '
-                     'AND CASE WHEN $4 THEN f.tenant IS NOT DISTINCT FROM $5 '
-                     'ELSE f.tenant IS NULL OR f.tenant = ANY ($6) END', vec || '_model', vec);
+    filter := _fb_candidate_filter(vec);
     IF mode = 'auto' THEN
         EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = $2 AND %s '
                        'LIMIT $7) s', filter)
@@ -248,6 +272,48 @@ COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, t
     'and its tenants''), with lesson, correction and created_at, comparing only vectors of one model (default: the '
     'active one). mode auto: exact for small sets, HNSW iterative scan otherwise (see pg_feedback.exact_scan_limit); '
     'exact or ann force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
+
+-- A question as full-text search terms: its English lexemes, any of which may match (plainto_tsquery joins them
+-- with AND, which natural-language questions rarely satisfy). NULL when the question has no lexeme.
+CREATE FUNCTION _fb_search_terms(query text) RETURNS tsquery
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    RETURN nullif(replace(plainto_tsquery('pg_catalog.english'::regconfig, query)::text, ' & ', ' | '), '')::tsquery;
+COMMENT ON FUNCTION _fb_search_terms(text) IS
+    'Internal: the lexemes of a question OR-ed into a tsquery (NULL if none), for full-text candidates.';
+
+-- The k active notes of a task_type that best match full-text terms (ts_rank_cd over lesson + correction), with
+-- their distance to q in the model's vector space, among the notes the acting role may see. SECURITY DEFINER
+-- as _fb_candidates.
+CREATE FUNCTION _fb_lexical_candidates(q vector(384), terms tsquery, p_task_type text, k integer,
+                                       model text DEFAULT NULL)
+    RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz,
+                   text_rank real)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    key text;
+    vec text;
+BEGIN
+    IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, not %', k
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'k is how many candidates to return, e.g. 20.';
+    END IF;
+    SELECT c.key, c.vec INTO key, vec FROM _fb_vector_column(model) c;
+    IF vec IS NULL OR q IS NULL OR terms IS NULL OR numnode(terms) = 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE format(
+        'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at, ts_rank_cd(f.search_vector, $8) AS r '
+        'FROM feedback_notes f WHERE f.task_type = $2 AND f.search_vector @@ $8 AND %2$s '
+        'ORDER BY r DESC, f.id LIMIT $7', vec, _fb_candidate_filter(vec))
+      USING q, p_task_type, key, false, NULL::text, _fb_my_tenants(), k, terms;
+END $$;
+COMMENT ON FUNCTION _fb_lexical_candidates(vector, tsquery, text, integer, text) IS
+    'Internal: full-text candidates for fb_retrieve (pg_feedback.hybrid): the k active notes of a task_type whose '
+    'lesson + correction best match the terms (ts_rank_cd), with their distance to the query vector, among those '
+    'the acting role may see.';
 
 CREATE TABLE feedback_dedup_locks (
     tenant     text NOT NULL,

@@ -1,31 +1,195 @@
--- pg_feedback: retrieval, near-duplicate lookup and prompt assembly. All read-only: they work in read-only
--- transactions and on hot standbys.
+-- pg_feedback: retrieval, near-duplicate lookup and prompt assembly. They work in read-only transactions and on
+-- hot standbys; the only write is the opt-in retrieval log (pg_feedback.log_retrievals), skipped there.
 
-CREATE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFAULT 20, final_k integer DEFAULT 3,
+-- Calibrated retrieval settings, per task_type or for all ('*'). fb_calibrate writes them; a NULL column (or no
+-- row) falls back to the '*' row, then to the pg_feedback.* setting of the same name.
+CREATE TABLE feedback_retrieval_settings (
+    task_type            text PRIMARY KEY,
+    rerank               boolean,
+    rerank_floor         real,
+    relative_cut         real,
+    max_notes            integer CHECK (max_notes >= 1),
+    cosine_floor         real,
+    cosine_relative_cut  real,
+    cosine_max_notes     integer CHECK (cosine_max_notes >= 1),
+    rerank_max_pairs     integer CHECK (rerank_max_pairs >= 1),
+    rerank_min_cosine    real,
+    rerank_cosine_gap    real,
+    rerank_decided       real,
+    rerank_decided_gap   real,
+    rerank_tie_margin    real CHECK (rerank_tie_margin >= 0),
+    cosine_tie_margin    real CHECK (cosine_tie_margin >= 0),
+    embedding_model      text,
+    rerank_model         text,
+    calibrated_at        timestamptz NOT NULL DEFAULT now(),
+    calibrated_by        text NOT NULL DEFAULT session_user,
+    calibration          jsonb NOT NULL DEFAULT '{}'
+);
+SELECT pg_catalog.pg_extension_config_dump('feedback_retrieval_settings', '');
+COMMENT ON TABLE feedback_retrieval_settings IS
+    'How fb_retrieve cuts and reranks, per task_type (''*'': every task_type without its own row), as fb_calibrate '
+    'chose it on golden questions: whether reranking pays off, floors, relative cuts (drop notes scoring this far '
+    'below the best), most notes returned, the selective-reranking bounds and the near-tie margins, with the '
+    'models and the numbers it was chosen on (calibration). A NULL column falls back to the ''*'' row, then to '
+    'the pg_feedback.* setting of the same name. A row whose embedding_model is not the model searched does not '
+    'apply (its floors and cosine bounds are in another similarity scale). Delete the rows to go back to the '
+    'settings.';
+
+-- The settings fb_retrieve applies for a task_type and embedding model: its row, the '*' row, then pg_feedback.*
+-- settings. A row calibrated with another embedding model does not apply: floors and cosine bounds are in that
+-- model's similarity scale.
+CREATE FUNCTION _fb_settings(p_task_type text, p_model text)
+    RETURNS TABLE (rerank boolean, rerank_floor real, relative_cut real, max_notes integer, cosine_floor real,
+                   cosine_relative_cut real, cosine_max_notes integer, selective boolean, rerank_max_pairs integer,
+                   rerank_min_cosine real, rerank_cosine_gap real, rerank_stage integer, rerank_decided real,
+                   rerank_decided_gap real, rerank_tie_margin real, cosine_tie_margin real)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        SELECT coalesce(t.rerank, d.rerank, true) AND current_setting('pg_feedback.rerank')::boolean,
+               coalesce(t.rerank_floor, d.rerank_floor, current_setting('pg_feedback.rerank_floor')::real),
+               nullif(coalesce(t.relative_cut, d.relative_cut, current_setting('pg_feedback.relative_cut')::real), -1),
+               coalesce(t.max_notes, d.max_notes, current_setting('pg_feedback.max_notes')::integer),
+               coalesce(t.cosine_floor, d.cosine_floor, current_setting('pg_feedback.cosine_floor')::real),
+               nullif(coalesce(t.cosine_relative_cut, d.cosine_relative_cut,
+                               current_setting('pg_feedback.cosine_relative_cut')::real), -1),
+               coalesce(t.cosine_max_notes, d.cosine_max_notes, current_setting('pg_feedback.max_notes')::integer),
+               current_setting('pg_feedback.selective_rerank')::boolean,
+               coalesce(t.rerank_max_pairs, d.rerank_max_pairs, current_setting('pg_feedback.rerank_max_pairs')::integer),
+               coalesce(t.rerank_min_cosine, d.rerank_min_cosine, current_setting('pg_feedback.rerank_min_cosine')::real),
+               coalesce(t.rerank_cosine_gap, d.rerank_cosine_gap, current_setting('pg_feedback.rerank_cosine_gap')::real),
+               current_setting('pg_feedback.rerank_stage')::integer,
+               coalesce(t.rerank_decided, d.rerank_decided, current_setting('pg_feedback.rerank_decided')::real),
+               coalesce(t.rerank_decided_gap, d.rerank_decided_gap,
+                        current_setting('pg_feedback.rerank_decided_gap')::real),
+               coalesce(t.rerank_tie_margin, d.rerank_tie_margin, current_setting('pg_feedback.rerank_tie_margin')::real),
+               coalesce(t.cosine_tie_margin, d.cosine_tie_margin, current_setting('pg_feedback.tie_margin')::real)
+          FROM (VALUES (1)) AS one (x)
+          LEFT JOIN feedback_retrieval_settings t
+                 ON t.task_type = p_task_type AND (t.embedding_model IS NULL OR t.embedding_model = p_model)
+          LEFT JOIN feedback_retrieval_settings d
+                 ON d.task_type = '*' AND (d.embedding_model IS NULL OR d.embedding_model = p_model);
+    END;
+COMMENT ON FUNCTION _fb_settings(text, text) IS
+    'Internal: the retrieval settings in force for a task_type and embedding model key (feedback_retrieval_settings '
+    'row, ''*'' row, each only if calibrated with that model or with none named, then pg_feedback.* settings; '
+    'pg_feedback.rerank = off turns reranking off everywhere).';
+
+-- Opt-in retrieval log (pg_feedback.log_retrievals), what fb_judge and feedback_note_quality read.
+CREATE TABLE feedback_retrievals (
+    id               bigserial PRIMARY KEY,
+    retrieved_at     timestamptz NOT NULL DEFAULT now(),
+    retrieved_by     text NOT NULL DEFAULT session_user,
+    query            text NOT NULL,
+    task_type        text NOT NULL,
+    note_ids         bigint[] NOT NULL,
+    scores           real[] NOT NULL,
+    scored_by        text NOT NULL,
+    embedding_model  text NOT NULL,
+    rerank_model     text,
+    CHECK (cardinality(note_ids) = cardinality(scores))
+);
+CREATE INDEX feedback_retrievals_retrieved_at_idx ON feedback_retrievals (retrieved_at);
+CREATE INDEX feedback_retrievals_note_ids_idx ON feedback_retrievals USING gin (note_ids);
+SELECT pg_catalog.pg_extension_config_dump('feedback_retrievals', '');
+SELECT pg_catalog.pg_extension_config_dump('feedback_retrievals_id_seq', '');
+COMMENT ON TABLE feedback_retrievals IS
+    'One row per fb_retrieve call while pg_feedback.log_retrievals is on (never on a hot standby or in a '
+    'read-only transaction): when, by whom, the query with secrets redacted (fb_redact), the task_type, the '
+    'returned note ids in rank order with the scores that ranked them, scored_by, and the models. fb_judge marks '
+    'returned notes helpful or misleading.';
+
+-- Records one retrieval; NULL when it cannot be recorded here (standby, read-only transaction). SECURITY
+-- DEFINER: readers retrieve, only the extension writes the log.
+CREATE FUNCTION _fb_log_retrieval(query text, task_type text, note_ids bigint[], scores real[], scored_by text,
+                                  embedding_model text, rerank_model text)
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    AS $$
+DECLARE
+    rid bigint;
+BEGIN
+    IF pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO feedback_retrievals (retrieved_by, query, task_type, note_ids, scores, scored_by, embedding_model,
+                                     rerank_model)
+    VALUES (_fb_actor(), fb_redact(query), task_type, coalesce(note_ids, '{}'), coalesce(scores, '{}'), scored_by,
+            embedding_model, rerank_model)
+    RETURNING id INTO rid;
+    RETURN rid;
+END $$;
+COMMENT ON FUNCTION _fb_log_retrieval(text, text, bigint[], real[], text, text, text) IS
+    'Internal: records a retrieval in feedback_retrievals (query redacted); NULL on a standby or in a read-only '
+    'transaction.';
+
+-- The first stage: the candidate_k nearest notes, fused by reciprocal rank with the best full-text matches when
+-- pg_feedback.hybrid is on; best first, with their cosine similarity.
+CREATE FUNCTION _fb_first_stage(query text, q vector(384), p_task_type text, candidate_k integer, model text)
+    RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
+                   fused double precision, source text)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        WITH settings AS (
+            SELECT current_setting('pg_feedback.hybrid')::boolean AS hybrid,
+                   current_setting('pg_feedback.hybrid_candidates')::integer AS lexical_k,
+                   current_setting('pg_feedback.rrf_k')::integer AS rrf_k
+        ), dense AS (
+            SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
+                   row_number() OVER (ORDER BY c.distance, c.id) AS r
+              FROM _fb_candidates(q, p_task_type, candidate_k, model => model) c
+        ), lexical AS (
+            SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
+                   row_number() OVER (ORDER BY c.text_rank DESC, c.id) AS r
+              FROM settings s
+             CROSS JOIN LATERAL _fb_lexical_candidates(q, _fb_search_terms(query), p_task_type, s.lexical_k,
+                                                       model) c
+             WHERE s.hybrid
+        )
+        SELECT coalesce(d.id, l.id), coalesce(d.lesson, l.lesson), coalesce(d.correction, l.correction),
+               (1 - coalesce(d.distance, l.distance))::real, coalesce(d.created_at, l.created_at),
+               coalesce(1.0 / (s.rrf_k + d.r), 0) + coalesce(1.0 / (s.rrf_k + l.r), 0) AS fused,
+               CASE WHEN d.id IS NULL THEN 'text' WHEN l.id IS NULL THEN 'dense' ELSE 'both' END
+          FROM dense d
+          FULL JOIN lexical l ON l.id = d.id
+         CROSS JOIN settings s
+         ORDER BY fused DESC, coalesce(d.distance, l.distance), coalesce(d.id, l.id)
+         LIMIT candidate_k;
+    END;
+COMMENT ON FUNCTION _fb_first_stage(text, vector, text, integer, text) IS
+    'Internal: fb_retrieve''s candidates, best first: the candidate_k nearest notes (_fb_candidates), and with '
+    'pg_feedback.hybrid the pg_feedback.hybrid_candidates best full-text matches, fused by reciprocal rank '
+    '(1 / (pg_feedback.rrf_k + rank) summed over both lists); source says which list found each.';
+
+CREATE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFAULT 20, final_k integer DEFAULT NULL,
                             min_score real DEFAULT NULL, rerank boolean DEFAULT NULL, model text DEFAULT NULL)
     RETURNS TABLE (rank integer, id bigint, lesson text, correction text, similarity real, rerank_score real,
-                   scored_by text, created_at timestamptz)
+                   scored_by text, created_at timestamptz, retrieval_id bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 #variable_conflict use_column
 DECLARE
     key text;
+    tt text;
     q vector(384);
+    s record;
     use_rerank boolean;
     cand record;
     scores real[];
-    floor real;
     picked integer[];
+    rid bigint;
 BEGIN
     IF candidate_k IS NULL OR candidate_k NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'candidate_k must be between 1 and 1000, not %', candidate_k
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Over-fetch about 20 candidates for the reranker.';
     END IF;
-    IF final_k IS NULL OR final_k NOT BETWEEN 1 AND candidate_k THEN
+    IF final_k NOT BETWEEN 1 AND candidate_k THEN
         RAISE EXCEPTION 'final_k must be between 1 and candidate_k (%), not %', candidate_k, final_k
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'final_k is how many notes to return, at most the number of candidates.';
+                  HINT = 'final_k is how many notes to return at most (NULL: the calibrated max_notes).';
     END IF;
     IF query IS NULL OR task_type IS NULL THEN
         RETURN;
@@ -34,47 +198,60 @@ BEGIN
     -- settings defined before they are read. Only notes embedded by the same model are compared with it.
     key := _fb_resolve_model(model);
     q := (fb_embed_batch(ARRAY[query], true, key))[1];
-    use_rerank := coalesce(rerank, current_setting('pg_feedback.rerank')::boolean) AND fb_rerank_model() <> '';
-    SELECT array_agg(c.id ORDER BY c.distance, c.id) AS ids,
-           array_agg(c.lesson ORDER BY c.distance, c.id) AS lessons,
-           array_agg(c.correction ORDER BY c.distance, c.id) AS corrections,
-           array_agg(c.lesson || ' ' || c.correction ORDER BY c.distance, c.id) AS passages,
-           array_agg((1 - c.distance)::real ORDER BY c.distance, c.id) AS sims,
-           array_agg(c.created_at ORDER BY c.distance, c.id) AS created
+    tt := _fb_task_type(fb_retrieve.task_type);
+    SELECT * INTO s FROM _fb_settings(tt, key);
+    use_rerank := coalesce(rerank, s.rerank) AND fb_rerank_model() <> '';
+    SELECT array_agg(c.id ORDER BY c.n) AS ids,
+           array_agg(c.lesson ORDER BY c.n) AS lessons,
+           array_agg(c.correction ORDER BY c.n) AS corrections,
+           array_agg(c.lesson || ' ' || c.correction ORDER BY c.n) AS passages,
+           array_agg(c.similarity ORDER BY c.n) AS sims,
+           array_agg(c.created_at ORDER BY c.n) AS created
       INTO cand
-      FROM _fb_candidates(q, _fb_task_type(fb_retrieve.task_type), candidate_k, model => key) c;
-    IF cand.ids IS NULL THEN
-        RETURN;   -- no notes for this task_type: zero rows is a normal answer
+      FROM _fb_first_stage(query, q, tt, candidate_k, key) WITH ORDINALITY AS c(id, lesson, correction, similarity,
+                                                                                  created_at, fused, source, n);
+    IF cand.ids IS NOT NULL THEN
+        IF use_rerank THEN
+            -- The cross-encoder reads lesson and correction together, and only the candidates the first stage
+            -- cannot settle (pg_feedback.selective_rerank); the others are not returned.
+            scores := _fb_rerank_selective(query, cand.passages, cand.sims, s.selective, s.rerank_max_pairs,
+                                           s.rerank_min_cosine, s.rerank_cosine_gap, s.rerank_stage, s.rerank_decided,
+                                           s.rerank_decided_gap);
+            picked := _fb_rank_notes(scores, cand.created, coalesce(min_score, s.rerank_floor), s.relative_cut,
+                                     s.rerank_tie_margin, least(coalesce(final_k, s.max_notes), candidate_k));
+        ELSE
+            scores := cand.sims;
+            picked := _fb_rank_notes(scores, cand.created, coalesce(min_score, s.cosine_floor), s.cosine_relative_cut,
+                                     s.cosine_tie_margin, least(coalesce(final_k, s.cosine_max_notes), candidate_k));
+        END IF;
     END IF;
-
-    IF use_rerank THEN
-        -- The cross-encoder reads lesson and correction together: on the golden questions that beat the
-        -- lesson alone (recall@3 0.911 vs 0.813 before any floor; results/floor_calibration.md).
-        scores := fb_rerank(query, cand.passages);
-        floor := coalesce(min_score, current_setting('pg_feedback.rerank_floor')::real);
-    ELSE
-        scores := cand.sims;
-        floor := coalesce(min_score, current_setting('pg_feedback.cosine_floor')::real);
+    IF current_setting('pg_feedback.log_retrievals')::boolean THEN
+        rid := _fb_log_retrieval(query, tt, ARRAY(SELECT cand.ids[i] FROM unnest(picked) AS i),
+                                 ARRAY(SELECT scores[i] FROM unnest(picked) AS i),
+                                 CASE WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END, key,
+                                 CASE WHEN use_rerank THEN fb_rerank_model() END);
     END IF;
-    picked := _fb_rank(scores, cand.created, floor, use_rerank, final_k);
 
     RETURN QUERY
     SELECT p.n::integer, cand.ids[p.i], cand.lessons[p.i], cand.corrections[p.i], cand.sims[p.i],
            CASE WHEN use_rerank THEN scores[p.i] END,
            CASE WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END,
-           cand.created[p.i]
+           cand.created[p.i], rid
       FROM unnest(picked) WITH ORDINALITY AS p(i, n)
      ORDER BY p.n;
 END $$;
 
 COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean, text) IS
     'The notes that apply to a question, best first, or none. Embeds the query (cached per backend), takes the '
-    'candidate_k nearest active notes of the task_type, reranks them with the cross-encoder (unless rerank => false, '
-    'pg_feedback.rerank = off or no pg_feedback.rerank_model), keeps those scoring at least min_score (default: '
-    'pg_feedback.rerank_floor, a logit; or pg_feedback.cosine_floor when ranking by cosine) and returns the best '
-    'final_k; a newer note ranks first on a near tie (pg_feedback.tie_margin). scored_by says which score ranked. '
-    'Only notes embedded by the active model are searched; model => a model held in the standby slot (fb_reembed) '
-    'searches its vectors instead, to try it before fb_switch_model. Never writes.';
+    'candidate_k nearest active notes of the task_type (fused with full-text matches when pg_feedback.hybrid is '
+    'on), reranks the candidates the first stage cannot settle with the cross-encoder (unless rerank => false, '
+    'pg_feedback.rerank = off, no pg_feedback.rerank_model, or the task_type''s calibration found that reranking '
+    'does not pay off), keeps those scoring at least min_score (default: the calibrated floor) and within the '
+    'relative cut of the best, and returns at most final_k (default: the calibrated max_notes); between notes within the '
+    'near-tie margin of the score that ranked them, the newer first. Settings: feedback_retrieval_settings, then '
+    'pg_feedback.*. scored_by says which score ranked; retrieval_id is the feedback_retrievals row when '
+    'pg_feedback.log_retrievals is on (for fb_judge). model => a model held in the standby slot (fb_reembed) '
+    'searches its vectors instead, to try it before fb_switch_model.';
 
 CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
     RETURNS TABLE (id bigint, lesson text, similarity real, would_merge boolean)
@@ -116,7 +293,11 @@ COMMENT ON FUNCTION fb_build_prompt(text, text, text, integer) IS
     '"(no relevant prior corrections)" when nothing passes the floor.';
 
 COMMENT ON FUNCTION fb_rerank_model() IS 'The configured cross-encoder (pg_feedback.rerank_model); empty: none.';
-COMMENT ON FUNCTION _fb_rank(real[], timestamptz[], real, boolean, integer) IS
-    'Internal: positions of the notes fb_retrieve returns, in rank order (floor, best first, newer first on near ties).';
+COMMENT ON FUNCTION _fb_rank_notes(real[], timestamptz[], real, real, real, integer) IS
+    'Internal: positions of the notes fb_retrieve returns, in rank order (floor and relative cut, best first, newer '
+    'first within the near-tie margin of the score that ranked them).';
+COMMENT ON FUNCTION _fb_rerank_selective(text, text[], real[], boolean, integer, real, real, integer, real, real) IS
+    'Internal: cross-encoder scores of the candidates selective reranking picks (in stages, through the backend''s '
+    'score cache), NULL for the others; selective => false scores all.';
 COMMENT ON FUNCTION _fb_build_prompt(text, text[], text[], integer) IS
     'Internal: assembles fb_build_prompt''s text from ranked lessons and corrections.';

@@ -38,13 +38,16 @@ BEGIN
 END $$;
 REVOKE ALL ON feedback_notes, feedback_note_merges, feedback_dedup_locks, feedback_audit, feedback_golden, fb_eval_runs,
               feedback_embedding_slots, feedback_reembed_runs, feedback_active_notes, feedback_review_queue,
-              fb_eval_history, feedback_reembed_progress, feedback_embedding_status, feedback_worker FROM PUBLIC;
+              fb_eval_history, feedback_reembed_progress, feedback_embedding_status, feedback_worker,
+              feedback_retrieval_settings, feedback_retrievals, feedback_golden_judgments,
+              feedback_retrieval_judgments, feedback_note_quality FROM PUBLIC;
 REVOKE ALL ON SEQUENCE feedback_notes_id_seq, feedback_audit_id_seq, feedback_golden_id_seq, fb_eval_runs_id_seq,
-              feedback_reembed_runs_id_seq FROM PUBLIC;
+              feedback_reembed_runs_id_seq, feedback_retrievals_id_seq FROM PUBLIC;
 
 -- Readers: retrieval, prompts, duplicates lookup, embeddings, screening and redaction; active notes of their
 -- tenants through feedback_active_notes; which model is active. No right on feedback_notes itself.
-GRANT SELECT ON feedback_active_notes, feedback_embedding_slots, feedback_worker TO feedback_reader;
+GRANT SELECT ON feedback_active_notes, feedback_embedding_slots, feedback_worker, feedback_retrieval_settings
+   TO feedback_reader;
 GRANT EXECUTE ON FUNCTION
     fb_retrieve(text, text, integer, integer, real, boolean, text),
     fb_build_prompt(text, text, text, integer),
@@ -59,7 +62,10 @@ GRANT EXECUTE ON FUNCTION
     _fb_normalize(text),
     _fb_vector(feedback_notes, smallint), _fb_has_vector(feedback_notes, smallint, text),
     _fb_candidates(vector, text, integer, text, text, boolean, text),
-    _fb_rank(real[], timestamptz[], real, boolean, integer),
+    _fb_lexical_candidates(vector, tsquery, text, integer, text), _fb_search_terms(text),
+    _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text),
+    _fb_rerank_selective(text, text[], real[], boolean, integer, real, real, integer, real, real),
+    _fb_rank_notes(real[], timestamptz[], real, real, real, integer), _fb_log_retrieval(text, text, bigint[], real[], text, text, text),
     _fb_build_prompt(text, text[], text[], integer),
     _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_worker_status()
 TO feedback_reader;
@@ -83,13 +89,20 @@ TO feedback_writer;
 -- (all statuses), golden questions and evaluation, and the embedding status. Re-embedding and switching models
 -- stay with superusers.
 GRANT SELECT ON feedback_notes, feedback_note_merges, feedback_audit, feedback_review_queue, fb_eval_runs,
-                fb_eval_history, feedback_reembed_runs, feedback_reembed_progress, feedback_embedding_status
+                fb_eval_history, feedback_reembed_runs, feedback_reembed_progress, feedback_embedding_status,
+                feedback_retrievals, feedback_retrieval_judgments, feedback_note_quality
    TO feedback_reviewer;
-GRANT SELECT, INSERT, UPDATE, DELETE ON feedback_golden TO feedback_reviewer;
+GRANT SELECT, INSERT, UPDATE, DELETE ON feedback_golden, feedback_golden_judgments, feedback_retrieval_settings
+   TO feedback_reviewer;
+GRANT INSERT, UPDATE ON feedback_retrieval_judgments TO feedback_reviewer;
 GRANT USAGE ON SEQUENCE feedback_golden_id_seq, fb_eval_runs_id_seq TO feedback_reviewer;
 GRANT INSERT ON fb_eval_runs TO feedback_reviewer;
 GRANT EXECUTE ON FUNCTION
     fb_approve(bigint, text), fb_reject(bigint, text), fb_deprecate(bigint, text), fb_restore(bigint, text),
     fb_deprecate_stale(interval, text), fb_purge(bigint, text), fb_purge_merged(text, text),
-    fb_eval(integer, boolean, text), fb_eval_ann(integer, integer), _fb_reembed_running(integer, timestamptz)
+    fb_eval(integer, boolean, text, text), fb_eval_ann(integer, integer), _fb_reembed_running(integer, timestamptz),
+    fb_calibrate(text, real, boolean, integer, real, boolean), fb_judge(bigint, bigint, boolean),
+    _fb_golden_grades(text), _fb_question_metrics(bigint[], bigint[], smallint[], integer),
+    _fb_calibrate_sweep(jsonb, double precision, integer, boolean, integer, double precision, integer),
+    _fb_split_of(text)
 TO feedback_reviewer;

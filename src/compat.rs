@@ -1,7 +1,8 @@
-//! Functions of the 0.1.0 SQL API whose symbols this library keeps. A database stays at 0.1.0 between the
-//! install of a new library and `ALTER EXTENSION pg_feedback UPDATE`, and its 0.1.0 functions call these by
-//! symbol name. 0.2.0 replaces them in SQL (`sql = false`: no SQL is generated for them), so they keep their
-//! 0.1.0 behaviour: the model named by `pg_feedback.embedding_model`, text ids.
+//! Functions of older SQL APIs whose symbols this library keeps. A database stays at its old version between
+//! the install of a new library and `ALTER EXTENSION pg_feedback UPDATE`, and its old functions call these by
+//! symbol name. Newer versions replace them in SQL (`sql = false`: no SQL is generated for them), so they keep
+//! their old behaviour: 0.1.0's the model named by `pg_feedback.embedding_model` and text ids, 0.3.0's
+//! `_fb_rank`.
 
 use feedback_core::model::TextRole;
 use feedback_core::note;
@@ -60,4 +61,29 @@ fn fb_models() -> TableIterator<
     TableIterator::new(rows.into_iter().map(|(name, kind, dims, pooling, prefix, max_tokens, _, _, source)| {
         (name, kind, dims, pooling, prefix, max_tokens, source)
     }))
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// 0.3.0's ranking (fb_retrieve before the relative cut): near ties judged on the cross-encoder's sigmoid.
+#[pg_extern(immutable, parallel_safe, sql = false)]
+fn _fb_rank(
+    scores: Vec<Option<f32>>,
+    created_at: Vec<Option<pgrx::datum::TimestampWithTimeZone>>,
+    floor: f32,
+    logits: bool,
+    final_k: i32,
+) -> Vec<i32> {
+    use feedback_core::rank::{rank, Scored};
+    let scale = |x: f32| if logits { sigmoid(x) } else { x };
+    let micros = |t: &Option<pgrx::datum::TimestampWithTimeZone>| t.map(|t| t.into_inner()).unwrap_or(i64::MIN);
+    let candidates: Vec<Scored> = scores
+        .iter()
+        .zip(&created_at)
+        .map(|(s, t)| Scored { score: s.map(scale).unwrap_or(f32::NEG_INFINITY), created_at: micros(t) })
+        .collect();
+    let margin = gucs::tie_margin() as f32;
+    rank(&candidates, scale(floor), margin, final_k.max(0) as usize).into_iter().map(|i| i as i32 + 1).collect()
 }

@@ -57,13 +57,13 @@ static QUERY_CACHE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1000);
 static RERANK: GucSetting<bool> = GucSetting::<bool>::new(true);
 static RERANK_FLOOR: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_RERANK_FLOOR);
 static COSINE_FLOOR: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_COSINE_FLOOR);
-static TIE_MARGIN: GucSetting<f64> = GucSetting::<f64>::new(0.02);
+static TIE_MARGIN: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static DUP_THRESHOLD: GucSetting<f64> = GucSetting::<f64>::new(0.92);
 static EXACT_SCAN_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(5000);
 
-/// Calibrated on the sample notes and golden questions (see README, "The relevance floor").
-pub const DEFAULT_RERANK_FLOOR: f64 = -9.4;
-pub const DEFAULT_COSINE_FLOOR: f64 = 0.63;
+/// fb_calibrate() on the tune split of the project's golden questions (see README, "Calibration").
+pub const DEFAULT_RERANK_FLOOR: f64 = -5.75;
+pub const DEFAULT_COSINE_FLOOR: f64 = 0.64;
 static EMBED_BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(64);
 static MAX_BATCH_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static MAX_INPUT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(65536);
@@ -75,9 +75,27 @@ static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(1);
 static BATCH_MERGE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static BATCH_WAIT: GucSetting<i32> = GucSetting::<i32>::new(1);
 static WORKER_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(60_000);
+static RELATIVE_CUT: GucSetting<f64> = GucSetting::<f64>::new(0.5);
+static COSINE_RELATIVE_CUT: GucSetting<f64> = GucSetting::<f64>::new(0.01);
+static MAX_NOTES: GucSetting<i32> = GucSetting::<i32>::new(1);
+static RERANK_TIE_MARGIN: GucSetting<f64> = GucSetting::<f64>::new(0.5);
+static SELECTIVE_RERANK: GucSetting<bool> = GucSetting::<bool>::new(true);
+static RERANK_MAX_PAIRS: GucSetting<i32> = GucSetting::<i32>::new(3);
+static RERANK_MIN_COSINE: GucSetting<f64> = GucSetting::<f64>::new(-1.0);
+static RERANK_COSINE_GAP: GucSetting<f64> = GucSetting::<f64>::new(0.08);
+static RERANK_STAGE: GucSetting<i32> = GucSetting::<i32>::new(2);
+static RERANK_DECIDED: GucSetting<f64> = GucSetting::<f64>::new(-2.0);
+static RERANK_DECIDED_GAP: GucSetting<f64> = GucSetting::<f64>::new(0.01);
+static RERANK_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(0);
+static RERANK_CACHE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static HYBRID: GucSetting<bool> = GucSetting::<bool>::new(true);
+static HYBRID_CANDIDATES: GucSetting<i32> = GucSetting::<i32>::new(20);
+static RRF_K: GucSetting<i32> = GucSetting::<i32>::new(60);
+static LOG_RETRIEVALS: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 pub fn init() {
     init_worker();
+    init_retrieval();
     GucRegistry::define_string_guc(
         c"pg_feedback.model_dir",
         c"Directory holding one folder per model (manifest.json, model.onnx, tokenizer.json).",
@@ -165,8 +183,10 @@ pub fn init() {
     );
     GucRegistry::define_float_guc(
         c"pg_feedback.tie_margin",
-        c"Near-tie margin: a newer note ranks ahead of an older one whose relevance is at most this much higher.",
-        c"Measured as cosine similarity, or as the cross-encoder's probability (sigmoid of its logit).",
+        c"Near-tie margin when ranking by cosine: a newer note ranks ahead of an older one whose cosine \
+          similarity is at most this much higher.",
+        c"Only between notes that both pass the floor. The cross-encoder's margin is \
+          pg_feedback.rerank_tie_margin. Rows of feedback_retrieval_settings take precedence.",
         &TIE_MARGIN,
         0.0,
         1.0,
@@ -245,6 +265,181 @@ pub fn init() {
         &RESTORE_MODE,
         GucContext::Userset,
         GucFlags::default(),
+    );
+}
+
+fn float(
+    name: &'static CStr,
+    short: &'static CStr,
+    long: &'static CStr,
+    s: &'static GucSetting<f64>,
+    min: f64,
+    max: f64,
+) {
+    GucRegistry::define_float_guc(name, short, long, s, min, max, GucContext::Userset, GucFlags::default());
+}
+
+fn int(
+    name: &'static CStr,
+    short: &'static CStr,
+    long: &'static CStr,
+    s: &'static GucSetting<i32>,
+    min: i32,
+    max: i32,
+) {
+    GucRegistry::define_int_guc(name, short, long, s, min, max, GucContext::Userset, GucFlags::default());
+}
+
+fn boolean(name: &'static CStr, short: &'static CStr, long: &'static CStr, s: &'static GucSetting<bool>) {
+    GucRegistry::define_bool_guc(name, short, long, s, GucContext::Userset, GucFlags::default());
+}
+
+/// How fb_retrieve cuts, reranks and fuses, and whether it logs. Defaults come from fb_calibrate on the tune
+/// split of the project's golden questions (README, "Calibration"); rows of feedback_retrieval_settings (what
+/// fb_calibrate writes, per task_type or '*') take precedence over them.
+fn init_retrieval() {
+    const PRECEDENCE: &CStr = c"Rows of feedback_retrieval_settings (written by fb_calibrate) take precedence.";
+    float(
+        c"pg_feedback.relative_cut",
+        c"Relative cut on cross-encoder scores: fb_retrieve drops notes scoring more than this many logits below \
+          the best candidate; -1: no relative cut.",
+        PRECEDENCE,
+        &RELATIVE_CUT,
+        -1.0,
+        1000.0,
+    );
+    float(
+        c"pg_feedback.cosine_relative_cut",
+        c"Relative cut when ranking by cosine: notes more than this below the best candidate's similarity are \
+          dropped; -1: none.",
+        PRECEDENCE,
+        &COSINE_RELATIVE_CUT,
+        -1.0,
+        2.0,
+    );
+    int(
+        c"pg_feedback.max_notes",
+        c"Most notes fb_retrieve returns when final_k is not given (fb_build_prompt, fb_eval).",
+        c"Calibrated: every extra note is one more chance to inject an irrelevant one. Rows of \
+          feedback_retrieval_settings take precedence (max_notes, cosine_max_notes).",
+        &MAX_NOTES,
+        1,
+        1000,
+    );
+    float(
+        c"pg_feedback.rerank_tie_margin",
+        c"Near-tie margin on cross-encoder logits: between two notes that both pass the floor and score within \
+          this of each other, the newer ranks first.",
+        PRECEDENCE,
+        &RERANK_TIE_MARGIN,
+        0.0,
+        100.0,
+    );
+    boolean(
+        c"pg_feedback.selective_rerank",
+        c"Whether the cross-encoder scores only the candidates the first stage cannot settle (off: all of them).",
+        c"Bounded by pg_feedback.rerank_max_pairs, rerank_min_cosine, rerank_cosine_gap, rerank_stage, \
+          rerank_decided and rerank_decided_gap (or their feedback_retrieval_settings columns).",
+        &SELECTIVE_RERANK,
+    );
+    int(
+        c"pg_feedback.rerank_max_pairs",
+        c"Most candidates the cross-encoder scores per query (selective reranking).",
+        PRECEDENCE,
+        &RERANK_MAX_PAIRS,
+        1,
+        1000,
+    );
+    float(
+        c"pg_feedback.rerank_min_cosine",
+        c"Candidates below this cosine similarity are never reranked (nor returned) when reranking selectively.",
+        c"An absolute bound, so it holds for one embedding model only: fb_calibrate may set it in a row tagged \
+          with its model. -1 (the default): no bound.",
+        &RERANK_MIN_COSINE,
+        -1.0,
+        1.0,
+    );
+    float(
+        c"pg_feedback.rerank_cosine_gap",
+        c"Candidates more than this below the best candidate's cosine similarity are never reranked.",
+        c"2: no bound.",
+        &RERANK_COSINE_GAP,
+        0.0,
+        2.0,
+    );
+    int(
+        c"pg_feedback.rerank_stage",
+        c"Candidates the cross-encoder scores per stage of selective reranking.",
+        c"After each stage the early exit (pg_feedback.rerank_decided) is checked.",
+        &RERANK_STAGE,
+        1,
+        1000,
+    );
+    float(
+        c"pg_feedback.rerank_decided",
+        c"Early exit: once a candidate scores at least this logit, later stages rerank only candidates within \
+          pg_feedback.rerank_decided_gap of the best cosine similarity.",
+        c"100: never.",
+        &RERANK_DECIDED,
+        -100.0,
+        100.0,
+    );
+    float(
+        c"pg_feedback.rerank_decided_gap",
+        c"After the early exit, how close (in cosine similarity) to the best candidate a candidate must be to \
+          still be reranked.",
+        PRECEDENCE,
+        &RERANK_DECIDED_GAP,
+        0.0,
+        2.0,
+    );
+    int(
+        c"pg_feedback.rerank_max_tokens",
+        c"Most tokens of a (query, lesson + correction) pair the cross-encoder reads; the passage is cut first. \
+          0: the model's own limit (512).",
+        c"Reranking cost grows with pair length (about 0.25 ms per token on one core).",
+        &RERANK_MAX_TOKENS,
+        0,
+        512,
+    );
+    int(
+        c"pg_feedback.rerank_cache_size",
+        c"Cross-encoder scores each backend keeps, keyed by (model, pair length limit, query, passage); 0: none.",
+        c"Recurring questions then cost no model run for passages already scored. About 400 bytes per entry.",
+        &RERANK_CACHE_SIZE,
+        0,
+        1_000_000,
+    );
+    boolean(
+        c"pg_feedback.hybrid",
+        c"Whether fb_retrieve adds full-text candidates (lesson + correction) to the dense ones, fused by \
+          reciprocal rank.",
+        c"Helps exact identifiers (function names, error codes) that embeddings blur.",
+        &HYBRID,
+    );
+    int(
+        c"pg_feedback.hybrid_candidates",
+        c"Full-text candidates fetched per query when pg_feedback.hybrid is on.",
+        c"",
+        &HYBRID_CANDIDATES,
+        1,
+        1000,
+    );
+    int(
+        c"pg_feedback.rrf_k",
+        c"Reciprocal-rank fusion constant: a candidate's fused score is the sum of 1 / (rrf_k + rank) over the \
+          dense and full-text lists.",
+        c"Larger values flatten the difference between top ranks.",
+        &RRF_K,
+        1,
+        1000,
+    );
+    boolean(
+        c"pg_feedback.log_retrievals",
+        c"Whether fb_retrieve records each retrieval in feedback_retrievals (query redacted, task_type, \
+          returned notes and scores, models, time), for fb_judge.",
+        c"Never on a hot standby or in a read-only transaction (the retrieval then returns no retrieval_id).",
+        &LOG_RETRIEVALS,
     );
 }
 
@@ -357,6 +552,10 @@ pub fn rerank_model() -> String {
     string(&RERANK_MODEL).unwrap_or_default()
 }
 
+pub fn rerank_cache_size() -> usize {
+    RERANK_CACHE_SIZE.get().max(0) as usize
+}
+
 pub fn tie_margin() -> f64 {
     TIE_MARGIN.get()
 }
@@ -389,6 +588,7 @@ pub fn host_config() -> HostConfig {
         dimensions: DIMENSIONS,
         batch_size: EMBED_BATCH_SIZE.get() as usize,
         max_batch_tokens: MAX_BATCH_TOKENS.get() as usize,
+        max_pair_tokens: RERANK_MAX_TOKENS.get().max(0) as usize,
     }
 }
 

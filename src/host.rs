@@ -6,7 +6,7 @@ use std::cell::RefCell;
 
 use feedback_core::model::remote::RemoteHost;
 use feedback_core::model::{
-    installed_key, HostConfig, HostStats, LocalHost, ModelError, ModelHost, QueryCache, TextRole,
+    installed_key, HostConfig, HostStats, LocalHost, ModelError, ModelHost, QueryCache, ScoreCache, TextRole,
 };
 use pgrx::check_for_interrupts;
 
@@ -19,6 +19,7 @@ thread_local! {
     static HOST: RefCell<LocalHost> = const { RefCell::new(LocalHost::new()) };
     static WORKER: RefCell<RemoteHost<Shm>> = const { RefCell::new(RemoteHost::new(Shm)) };
     static QUERY_CACHE: RefCell<QueryCache> = RefCell::new(QueryCache::new(gucs::query_cache_size()));
+    static SCORE_CACHE: RefCell<ScoreCache> = RefCell::new(ScoreCache::new(gucs::rerank_cache_size()));
 }
 
 /// Runs `f` on the backend's host with the model named by `setting`; a failure names that setting.
@@ -66,7 +67,7 @@ pub fn embed_query(model: &str, text: &str) -> Vec<f32> {
         let mut cache = cache.borrow_mut();
         cache.set_capacity(gucs::query_cache_size());
         cache
-            .get_or_insert(model, text, || {
+            .get_or_insert((model.to_string(), text.to_string()), || {
                 try_embed(model, &[text], TextRole::Query).map(|v| v.into_iter().next().unwrap_or_default())
             })
             .or_report()
@@ -87,6 +88,33 @@ pub fn rerank(query: &str, passages: &[&str]) -> Vec<f32> {
         host.rerank(cfg, model, query, passages, &mut between_runs)
     })
     .or_report()
+}
+
+/// [`rerank`] through the backend's bounded score cache, keyed by (cross-encoder, pair length limit, query,
+/// passage): only passages not scored before for this query run the model, in one call.
+pub fn rerank_cached(query: &str, passages: &[&str]) -> Vec<f32> {
+    let model = format!("{}#{}", gucs::rerank_model(), gucs::host_config().max_pair_tokens);
+    let key = |p: &str| (model.clone(), query.to_string(), p.to_string());
+    let mut scores: Vec<Option<f32>> = SCORE_CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        cache.set_capacity(gucs::rerank_cache_size());
+        passages.iter().map(|p| cache.get(&key(p))).collect()
+    });
+    let missing: Vec<&str> = passages.iter().zip(&scores).filter(|(_, s)| s.is_none()).map(|(p, _)| *p).collect();
+    if !missing.is_empty() {
+        let fresh = rerank(query, &missing);
+        SCORE_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            for (p, &s) in missing.iter().zip(&fresh) {
+                cache.insert(key(p), s);
+            }
+        });
+        let mut fresh = fresh.into_iter();
+        for s in scores.iter_mut().filter(|s| s.is_none()) {
+            *s = fresh.next();
+        }
+    }
+    scores.into_iter().map(|s| s.unwrap_or(f32::NAN)).collect()
 }
 
 /// Tokens the embedding model's tokenizer makes of `text`.

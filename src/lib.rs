@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 mod compat;
 mod embed;
 mod error;
+mod eval;
 mod guard;
 mod gucs;
 mod host;
@@ -54,9 +55,19 @@ extension_sql_file!("../sql/review.sql", name = "review", requires = ["notes"]);
 extension_sql_file!(
     "../sql/retrieve.sql",
     name = "retrieve",
-    requires = ["notes", embed::fb_rerank_model, retrieve::_fb_rank, prompt::_fb_build_prompt]
+    requires = [
+        "notes",
+        embed::fb_rerank_model,
+        retrieve::_fb_rank_notes,
+        rerank::_fb_rerank_selective,
+        prompt::_fb_build_prompt
+    ]
 );
-extension_sql_file!("../sql/eval.sql", name = "eval", requires = ["retrieve"]);
+extension_sql_file!(
+    "../sql/eval.sql",
+    name = "eval",
+    requires = ["retrieve", eval::_fb_question_metrics, eval::_fb_calibrate_sweep]
+);
 extension_sql_file!("../sql/reembed.sql", name = "reembed", requires = ["eval", "review"]);
 extension_sql_file!("../sql/worker.sql", name = "worker", requires = ["models", worker::_fb_worker_status]);
 // Roles and privileges, once every object exists.

@@ -344,17 +344,57 @@ mod tests {
     }
 
     #[pg_test]
-    fn rank_keeps_floor_and_prefers_newer_on_near_ties() {
-        // Positions (1-based) of the returned notes, in rank order.
+    fn rank_keeps_floor_and_cut_and_prefers_newer_on_near_ties() {
+        // Positions (1-based) of the returned notes, in rank order: 0.80 and 0.79 are within the 0.02 margin, so
+        // the newer (2) ranks first; 0.50 is below the floor.
         let r = one::<Vec<i32>>(
-            "SELECT _fb_rank(ARRAY[0.80, 0.79, 0.50, 0.90]::real[],
-                             ARRAY['2024-01-01', '2025-01-01', '2025-06-01', '2023-01-01']::timestamptz[], 0.6, false, 3)",
+            "SELECT _fb_rank_notes(ARRAY[0.80, 0.79, 0.50, 0.90]::real[],
+                                   ARRAY['2024-01-01', '2025-01-01', '2025-06-01', '2023-01-01']::timestamptz[],
+                                   0.6, NULL, 0.02, 3)",
         );
         assert_eq!(r, vec![4, 2, 1]);
-        assert_eq!(
-            one::<Vec<i32>>("SELECT _fb_rank(ARRAY[-11]::real[], ARRAY[now()], -9.4, true, 3)"),
-            Vec::<i32>::new()
+        // A relative cut of 0.05 drops what scores more than 0.05 below the best (0.90).
+        let r = one::<Vec<i32>>(
+            "SELECT _fb_rank_notes(ARRAY[0.80, 0.79, 0.50, 0.90]::real[], ARRAY[now(), now(), now(), now()],
+                                   0.6, 0.05, 0, 3)",
         );
+        assert_eq!(r, vec![4]);
+        // NULL scores (candidates selective reranking skipped) are never returned.
+        assert_eq!(
+            one::<Vec<i32>>("SELECT _fb_rank_notes(ARRAY[NULL, 2]::real[], ARRAY[now(), now()], -9, NULL, 0, 3)"),
+            vec![2]
+        );
+    }
+
+    #[pg_test]
+    fn selective_rerank_scores_only_the_selected_candidates() {
+        // Cap 2 in stages of 1: the third candidate is never scored; below min_cosine never either.
+        let scores = one::<Vec<Option<f32>>>(
+            "SELECT _fb_rerank_selective('does the HTTP call need a timeout?',
+                 ARRAY['Always pass a timeout to HTTP client calls.', 'Use COPY for bulk loads.', 'Bind SQL params.'],
+                 ARRAY[0.9, 0.8, 0.7]::real[], true, 2, 0, 2, 1, 100, 2)",
+        );
+        assert!(scores[0].unwrap() > scores[1].unwrap());
+        assert_eq!(scores[2], None);
+        let scores = one::<Vec<Option<f32>>>(
+            "SELECT _fb_rerank_selective('q', ARRAY['a', 'b'], ARRAY[0.9, 0.3]::real[], true, 10, 0.5)",
+        );
+        assert!(scores[0].is_some() && scores[1].is_none());
+        // selective => false scores everything.
+        let all = one::<Vec<Option<f32>>>(
+            "SELECT _fb_rerank_selective('q', ARRAY['a', 'b'], ARRAY[0.9, 0.3]::real[], false, 1, 0.5)",
+        );
+        assert!(all.iter().all(Option::is_some));
+    }
+
+    #[pg_test]
+    fn question_metrics_follow_the_grades() {
+        let (hit, ndcg, injected, relevant) = Spi::get_four::<bool, f64, i32, i32>(
+            "SELECT hit, ndcg, injected, relevant FROM _fb_question_metrics(ARRAY[7, 9], ARRAY[7, 8], ARRAY[2, 1]::smallint[], 3)",
+        )
+        .unwrap();
+        assert_eq!((hit, injected, relevant), (Some(true), Some(2), Some(1)));
+        assert!(ndcg.unwrap() > 0.5 && ndcg.unwrap() < 1.0);
     }
 
     #[pg_test(error = "final_k must be between 1 and candidate_k (20), not 0")]

@@ -1,7 +1,10 @@
-//! Cross-encoder reranking in SQL.
+//! Cross-encoder reranking in SQL: every passage (`fb_rerank`), or only those the first stage cannot settle
+//! (`_fb_rerank_selective`, what fb_retrieve uses).
 
+use feedback_core::rank::select::Selective;
 use pgrx::prelude::*;
 
+use crate::error::FbError;
 use crate::host;
 
 /// Cross-encoder relevance of each passage to `query`, in input order, from batched model runs bounded by
@@ -13,4 +16,55 @@ use crate::host;
 fn fb_rerank(query: &str, passages: Array<&str>) -> Vec<Option<f32>> {
     let inputs: Vec<Option<&str>> = passages.iter().collect();
     host::skip_nulls(&inputs, |present| host::rerank(query, present))
+}
+
+/// Selective reranking (see `feedback_core::rank::select`): scores, in stages and through the backend's score
+/// cache, only the candidates the policy selects; NULL for the others. Candidates in first-stage order, with
+/// their cosine similarities. A NULL bound is no bound; `selective => false` scores every candidate at once.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_rerank_selective(
+    query: Option<&str>,
+    passages: Option<Vec<Option<String>>>,
+    cosines: Option<Vec<Option<f32>>>,
+    selective: default!(bool, true),
+    max_pairs: default!(Option<i32>, "NULL"),
+    min_cosine: default!(Option<f32>, "NULL"),
+    cosine_gap: default!(Option<f32>, "NULL"),
+    stage: default!(Option<i32>, "NULL"),
+    decided: default!(Option<f32>, "NULL"),
+    decided_gap: default!(Option<f32>, "NULL"),
+) -> Option<Vec<Option<f32>>> {
+    let (query, passages, cosines) = (query?, passages?, cosines?);
+    if passages.len() != cosines.len() {
+        FbError::invalid_argument("passages and cosines differ in length", "Pass one cosine per passage.").report();
+    }
+    let all = Selective::ALL;
+    let policy = if selective {
+        Selective {
+            max_pairs: max_pairs.map_or(all.max_pairs, |n| n.max(0) as usize),
+            min_cosine: min_cosine.unwrap_or(all.min_cosine),
+            cosine_gap: cosine_gap.unwrap_or(all.cosine_gap),
+            stage: stage.map_or(all.stage, |n| n.max(1) as usize),
+            decided: decided.unwrap_or(all.decided),
+            decided_gap: decided_gap.unwrap_or(all.decided_gap),
+        }
+    } else {
+        all
+    };
+    // A NULL passage or cosine is never scored.
+    let cos: Vec<f32> = passages
+        .iter()
+        .zip(&cosines)
+        .map(|(p, c)| if p.is_some() { c.unwrap_or(f32::NEG_INFINITY) } else { f32::NEG_INFINITY })
+        .collect();
+    let eligible_cos: Vec<f32> = cos.iter().map(|&c| if c.is_finite() { c } else { f32::NAN }).collect();
+    let scores = policy
+        .run(&eligible_cos, |batch| {
+            let texts: Vec<&str> = batch.iter().map(|&i| passages[i].as_deref().unwrap_or_default()).collect();
+            Ok::<_, ()>(host::rerank_cached(query, &texts))
+        })
+        .unwrap_or_default();
+    Some(scores.into_iter().map(|s| s.filter(|x| !x.is_nan())).collect())
 }

@@ -1,37 +1,40 @@
-//! Ranking for `fb_retrieve` (sql/retrieve.sql): the floor, best first, newer first on near ties.
+//! Ranking for `fb_retrieve` (sql/retrieve.sql): the floor and relative cut, best first, newer first on near
+//! ties, all on the score that ranked the notes.
 
-use feedback_core::rank::{rank, Scored};
+use feedback_core::rank::{rank_cut, Cut, Scored};
 use pgrx::prelude::*;
 
 use crate::error::FbError;
-use crate::gucs;
 
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
-}
-
-/// 1-based positions into the candidate arrays of the notes to return, in rank order. `logits` says the
-/// scores are cross-encoder logits: near ties are then judged on their probabilities (sigmoid), cosine
-/// similarities as they are.
+/// 1-based positions into the candidate arrays of the notes to return, in rank order: scores at or above
+/// `floor` and within `relative_cut` of the best (NULL: no relative cut), best first, the newer of two notes
+/// within `margin` first, at most `final_k`. A NULL score is never kept.
 #[pg_extern(immutable, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
-fn _fb_rank(
+fn _fb_rank_notes(
     scores: Vec<Option<f32>>,
     created_at: Vec<Option<TimestampWithTimeZone>>,
     floor: f32,
-    logits: bool,
+    relative_cut: Option<f32>,
+    margin: f32,
     final_k: i32,
 ) -> Vec<i32> {
     if scores.len() != created_at.len() {
         FbError::invalid_argument("scores and created_at differ in length", "Pass one created_at per score.").report();
     }
-    let scale = |x: f32| if logits { sigmoid(x) } else { x };
-    let micros = |t: &Option<TimestampWithTimeZone>| t.map(|t| t.into_inner()).unwrap_or(i64::MIN);
     let candidates: Vec<Scored> = scores
         .iter()
         .zip(&created_at)
-        .map(|(s, t)| Scored { score: s.map(scale).unwrap_or(f32::NEG_INFINITY), created_at: micros(t) })
+        .map(|(s, t)| Scored {
+            score: s.unwrap_or(f32::NAN),
+            created_at: t.map(|t| t.into_inner()).unwrap_or(i64::MIN),
+        })
         .collect();
-    let margin = gucs::tie_margin() as f32;
-    rank(&candidates, scale(floor), margin, final_k.max(0) as usize).into_iter().map(|i| i as i32 + 1).collect()
+    let cut = Cut {
+        floor,
+        relative: relative_cut.filter(|r| *r >= 0.0).unwrap_or(f32::INFINITY),
+        margin,
+        limit: final_k.max(0) as usize,
+    };
+    rank_cut(&candidates, &cut).into_iter().map(|i| i as i32 + 1).collect()
 }
