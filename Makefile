@@ -1,7 +1,7 @@
 # pg_feedback — every target works from a fresh clone, as root or as a normal user.
 #   make demo    set-up, build, start Postgres 18 on 127.0.0.1:$FB_PORT (5433) with the sample notes
 #   make test    set-up plus every test (cargo test, cargo pgrx test, pg_regress end to end)
-#   make bench   benchmark table (results/bench.md); make calibrate: relevance floors (results/floor_calibration.md)
+#   make bench   benchmark table (results/bench.md); make calibrate: fb_calibrate() on the tune split, fb_eval on test
 #   make psql    psql on the demo database;   make stop   stop the demo server
 #   make fixtures  recompute the reference vectors with Python onnxruntime
 
@@ -20,7 +20,8 @@ bench: demo
 	cd bench && ../.venv/bin/python bench.py
 
 calibrate: demo
-	.venv/bin/python scripts/calibrate_floor.py
+	bash scripts/psql.sh -c "SELECT * FROM fb_calibrate()" \
+	    -c "SELECT * FROM fb_eval(split => 'test', record => false) WHERE task_type = '(all)'"
 
 psql:
 	bash scripts/psql.sh

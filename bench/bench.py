@@ -6,6 +6,8 @@ Sections, all on the same pinned texts and queries:
               fb_embed_query latency (warm, cold)
   retrieval   candidate recall vs exact at 100k notes / 1% task type; fb_retrieve p50/p95 at 10k and 100k, with
               and without rerank; cross-encoder cost per candidate
+  selective   selective reranking and hybrid candidates: the speed/quality curve (test split quality, 100k
+              latency), recurring questions, exact-identifier questions with hybrid on and off
   seed        the seed article's Python pipeline against the same database and queries -> our advantage
   memory      backend RSS before/after the models load; with 1, 4 and 16 connections
   worker      the shared inference worker vs models in each backend (bench/worker.py): memory per connection,
@@ -29,6 +31,7 @@ import onnxruntime as ort
 import caps
 import data
 import retrieval
+import selective
 import seed_pipeline
 import worker
 from common import ROOT, Model, backend_memory_kb, connect, percentile
@@ -172,6 +175,8 @@ def main():
     embedding_section(args.port, rows)
     log("== retrieval")
     rows += retrieval.run(args.port, n_queries)
+    log("== selective reranking and hybrid candidates")
+    rows += selective.run(args.port, n_queries, log=log)
     log("== seed pipeline")
     seed_section(args.port, rows, n_queries)
     log("== memory")

@@ -23,14 +23,9 @@ if [ "$(fb_psql -d feedback -tAc "SELECT count(*) FROM feedback_notes WHERE sour
 fi
 
 if [ "$(fb_psql -d feedback -tAc "SELECT count(*) FROM feedback_golden")" = 0 ]; then
-    log "loading the golden questions for fb_eval"
-    fb_psql -d feedback -q <<SQL
-CREATE TEMP TABLE golden_csv (question text, task_type text, expected_lesson text);
-\\copy golden_csv FROM '$ROOT/data/golden_questions.csv' WITH (FORMAT csv, HEADER true)
-INSERT INTO feedback_golden (query, task_type, expected_id)
-SELECT g.question, g.task_type, n.id
-  FROM golden_csv g LEFT JOIN feedback_notes n ON n.lesson = g.expected_lesson AND n.task_type = g.task_type;
-SQL
+    log "loading the golden questions and their graded judgments for fb_eval and fb_calibrate"
+    fb_psql -d feedback -q -v golden_questions="$ROOT/data/golden_questions.csv" \
+        -v golden_judgments="$ROOT/data/golden_judgments.csv" -f "$ROOT/data/load_golden.sql"
 fi
 
 fb_psql -d feedback <<'SQL'

@@ -76,7 +76,8 @@ suite() {
 }
 
 # The inference worker on a hot standby: a pg_basebackup of the e2e server, started with the library preloaded,
-# answers fb_embed_query and fb_retrieve in recovery through its own worker (in the database worker.py leaves).
+# answers fb_embed_query and fb_retrieve in recovery through its own worker (in the database worker.py leaves),
+# without logging the retrieval although pg_feedback.log_retrievals is on.
 standby_check() {
     local log="$1" standby="$RUN/e2e-standby" port=$((e2e_port + 1)) bin
     bin="$(pg_install)/bin"
@@ -89,10 +90,13 @@ standby_check() {
     as_pg "$bin/pg_ctl" -D "$standby" -l "$standby/postgres.log" -w -t 60 -o "-p $port -c listen_addresses=127.0.0.1 \
         -k $standby/sock -c shared_preload_libraries=pg_feedback" start >/dev/null
     local got
+    # With the retrieval log on, a standby retrieves and never tries to write the log.
     got=$("$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d fb_worker_e2e -Atc "
+        SET pg_feedback.log_retrievals = on;
         SELECT pg_is_in_recovery(), (SELECT mode || ':' || (pid IS NOT NULL) FROM feedback_worker),
                vector_dims(fb_embed_query('is this safe on a standby?')),
-               (SELECT count(*) >= 0 FROM fb_retrieve('is this query injectable?', 'sql_injection_scan'))" 2>&1)
+               (SELECT count(*) >= 0 AND count(retrieval_id) = 0
+                  FROM fb_retrieve('is this query injectable?', 'sql_injection_scan'))" 2>&1)
     as_pg "$bin/pg_ctl" -D "$standby" -m fast -w stop >/dev/null 2>&1
     if [ "$got" = "t|worker:true|384|t" ]; then
         echo "ok - standby_runs_the_inference_worker" | tee "$log"

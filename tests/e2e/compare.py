@@ -39,7 +39,7 @@ def _regclass(conn, table):
     return conn.execute("SELECT to_regclass(%s)::oid", (_ident(table).as_string(conn),)).fetchone()[0]
 
 
-def _columns(conn, table):
+def columns(conn, table):
     return [r[0] for r in conn.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped"
         " ORDER BY attnum", (_ident(table).as_string(conn),)).fetchall()]
@@ -54,7 +54,7 @@ def table_rows(conn, table, exclude_columns=()):
     conn.execute("SET IntervalStyle = 'postgres'")
     conn.execute("SET bytea_output = 'hex'")
     skip = set(exclude_columns)
-    cols = [c for c in _columns(conn, table) if c not in skip]
+    cols = [c for c in columns(conn, table) if c not in skip]
     texts = [sql.SQL("{}::text").format(sql.Identifier(c)) for c in cols]
     query = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(texts), _ident(table))
     if texts:
@@ -82,8 +82,8 @@ def diff_tables(conn_a, conn_b, tables, exclude=None):
             problems.append(f"{table}: missing in {' and '.join(missing)}")
             continue
         skip = exclude.get(table, ())
-        cols_a = [c for c in _columns(conn_a, table) if c not in skip]
-        cols_b = [c for c in _columns(conn_b, table) if c not in skip]
+        cols_a = [c for c in columns(conn_a, table) if c not in skip]
+        cols_b = [c for c in columns(conn_b, table) if c not in skip]
         rows_a, rows_b = table_rows(conn_a, table, skip), table_rows(conn_b, table, skip)
         if len(rows_a) != len(rows_b):
             problems.append(f"{table}: {len(rows_a)} rows in A, {len(rows_b)} rows in B")

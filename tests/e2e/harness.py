@@ -5,8 +5,8 @@ import sys
 import psycopg
 
 
-def connect(port, db, user="postgres", autocommit=True):
-    return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname=db, autocommit=autocommit)
+def connect(port, db, user="postgres", autocommit=True, **kwargs):
+    return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname=db, autocommit=autocommit, **kwargs)
 
 
 def one(conn, sql, params=None):

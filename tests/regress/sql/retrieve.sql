@@ -9,8 +9,7 @@ SELECT count(*) AS sample_notes FROM feedback_notes;
 
 -- A question paraphrasing a sample lesson returns that note first.
 SELECT rank, scored_by, lesson
-  FROM fb_retrieve('Route param looks like an integer and gets glued into the query string, is that safe?',
-                   'sql_injection_scan', final_k => 1);
+  FROM fb_retrieve('The id from the URL is concatenated into the SQL, injectable?', 'sql_injection_scan', final_k => 1);
 SELECT rank, scored_by, lesson
   FROM fb_retrieve('Someone committed a password and removed it in the following commit, are we fine now?',
                    'secrets_scan', final_k => 1);
@@ -28,7 +27,13 @@ SELECT rank, scored_by, lesson
   FROM fb_retrieve('Listing orders triggers a separate customer query for each order.', 'perf_review',
                    final_k => 1, rerank => false, min_score => 0.5);
 
--- Prompts: numbered lessons in rank order, fenced, within the budget by the tokenizer's count.
+-- Prompts: numbered lessons in rank order, fenced, within the budget by the tokenizer's count. The calibrated cut
+-- returns one note at most; a looser one (every candidate reranked, floor -9.4, no relative cut, up to three
+-- notes) gives the prompt three lessons to number and to budget.
+SET pg_feedback.max_notes = 3;
+SET pg_feedback.relative_cut = -1;
+SET pg_feedback.rerank_floor = -9.4;
+SET pg_feedback.selective_rerank = off;
 \set q 'Route param looks like an integer and gets glued into the query string, is that safe?'
 SELECT fb_build_prompt(:'q', 'sql_injection_scan');
 SELECT fb_count_tokens(substr(p, strpos(p, '<prior_corrections>'))) <= 800 AS within_800,
@@ -39,6 +44,10 @@ SELECT fb_count_tokens(substr(p, strpos(p, '<prior_corrections>'))) <= 200 AS wi
        (SELECT count(*) FROM regexp_matches(p, '^\d+\. ', 'gn')) AS lessons
   FROM fb_build_prompt(:'q', 'sql_injection_scan', max_context_tokens => 200) AS p;
 SELECT fb_build_prompt('What is the capital of Australia?', 'sql_injection_scan', base_instructions => 'Review it.');
+RESET pg_feedback.max_notes;
+RESET pg_feedback.relative_cut;
+RESET pg_feedback.rerank_floor;
+RESET pg_feedback.selective_rerank;
 
 -- A note that tries to close the fence and inject instructions is held for review (screening findings) and
 -- never reaches a prompt; and even approved by a careless reviewer, it cannot break the fence.
