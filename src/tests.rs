@@ -389,12 +389,12 @@ mod tests {
 
     #[pg_test]
     fn question_metrics_follow_the_grades() {
-        let (hit, ndcg, injected, relevant) = Spi::get_four::<bool, f64, i32, i32>(
-            "SELECT hit, ndcg, injected, relevant FROM _fb_question_metrics(ARRAY[7, 9], ARRAY[7, 8], ARRAY[2, 1]::smallint[], 3)",
-        )
-        .unwrap();
-        assert_eq!((hit, injected, relevant), (Some(true), Some(2), Some(1)));
-        assert!(ndcg.unwrap() > 0.5 && ndcg.unwrap() < 1.0);
+        let m = "FROM _fb_question_metrics(ARRAY[7, 9], ARRAY[7, 8], ARRAY[2, 1]::smallint[], 3)";
+        assert!(one::<bool>(&format!("SELECT hit {m}")));
+        assert_eq!(one::<i32>(&format!("SELECT injected {m}")), 2);
+        assert_eq!(one::<i32>(&format!("SELECT relevant {m}")), 1);
+        let ndcg = one::<f64>(&format!("SELECT ndcg {m}"));
+        assert!(ndcg > 0.5 && ndcg < 1.0, "{ndcg}");
     }
 
     #[pg_test(error = "final_k must be between 1 and candidate_k (20), not 0")]
