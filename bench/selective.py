@@ -17,9 +17,10 @@ from common import ROOT, connect, percentile
 
 CALIBRATED = {}
 LEGACY = {"pg_feedback.rerank_floor": "-9.4", "pg_feedback.relative_cut": "-1", "pg_feedback.max_notes": "3",
-          "pg_feedback.selective_rerank": "off", "pg_feedback.hybrid": "off", "pg_feedback.rerank_tie_margin": "0"}
+          "pg_feedback.selective_rerank": "off", "pg_feedback.hybrid": "off", "pg_feedback.rerank_tie_margin": "0",
+          "pg_feedback.rerank_max_tokens": "0"}
 CONFIGS = [
-    ("0.3.0's cut (floor -9.4, up to 3 notes, every dense candidate reranked)", LEGACY),
+    ("0.3.0's cut (floor -9.4, up to 3 notes, every dense candidate reranked whole)", LEGACY),
     ("every candidate reranked (selective off)", {"pg_feedback.selective_rerank": "off"}),
     ("selective, at most 1 pair", {"pg_feedback.rerank_max_pairs": "1"}),
     ("selective, at most 2 pairs", {"pg_feedback.rerank_max_pairs": "2"}),

@@ -39,6 +39,8 @@ END $$;
 COMMENT ON FUNCTION _fb_golden_split() IS 'Internal: gives a golden question without a split its fixed one.';
 CREATE TRIGGER feedback_golden_split BEFORE INSERT OR UPDATE OF split, query ON feedback_golden
     FOR EACH ROW EXECUTE FUNCTION _fb_golden_split();
+-- One judged question per (query, task_type), also when reviewers judge at the same moment.
+CREATE UNIQUE INDEX feedback_golden_judged_idx ON feedback_golden (query, task_type) WHERE source = 'judged';
 
 CREATE TABLE feedback_golden_judgments (
     golden_id  bigint NOT NULL REFERENCES feedback_golden (id) ON DELETE CASCADE,
@@ -69,6 +71,23 @@ CREATE FUNCTION _fb_golden_grades(p_split text DEFAULT NULL)
                  GROUP BY j.golden_id, j.note_id) x
          GROUP BY x.golden_id;
     END;
+
+-- The golden questions fb_eval and fb_calibrate score: every manual one, and a judged one once some note was
+-- judged helpful for it (a judged question only knows the notes that were judged: "misleading" alone does not
+-- make it a question no note answers).
+CREATE FUNCTION _fb_golden_questions(p_split text DEFAULT NULL)
+    RETURNS SETOF feedback_golden
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        SELECT g.* FROM feedback_golden g
+         WHERE (p_split IS NULL OR g.split = p_split)
+           AND (g.source = 'manual'
+                OR EXISTS (SELECT 1 FROM feedback_golden_judgments j WHERE j.golden_id = g.id AND j.grade >= 1));
+    END;
+COMMENT ON FUNCTION _fb_golden_questions(text) IS
+    'Internal: the golden questions evaluated (of a split, or all): manual ones, and judged ones with a note judged '
+    'helpful.';
 COMMENT ON FUNCTION _fb_golden_grades(text) IS
     'Internal: each golden question''s judged notes and grades (expected_id counts as grade 2), of one split or all.';
 
@@ -121,7 +140,7 @@ BEGIN
         RAISE EXCEPTION 'unknown split "%"', split
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Use tune, test, or NULL for every golden question.';
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM feedback_golden g WHERE fb_eval.split IS NULL OR g.split = fb_eval.split) THEN
+    IF NOT EXISTS (SELECT 1 FROM _fb_golden_questions(fb_eval.split)) THEN
         RAISE EXCEPTION 'feedback_golden has no % questions', coalesce(split, 'golden')
             USING ERRCODE = 'no_data_found',
                   HINT = 'Insert golden questions: (query, task_type, expected_id), expected_id NULL when no note '
@@ -132,8 +151,7 @@ BEGIN
         SELECT g.id, g.task_type,
                (SELECT array_agg(r.id ORDER BY r.rank)
                   FROM fb_retrieve(g.query, g.task_type, greatest(20, k), model => key) r) AS got
-          FROM feedback_golden g
-         WHERE fb_eval.split IS NULL OR g.split = fb_eval.split
+          FROM _fb_golden_questions(fb_eval.split) g
     ), scored AS (
         SELECT _fb_task_type(a.task_type) AS task_type, m.*
           FROM answers a
@@ -161,7 +179,10 @@ BEGIN
         INSERT INTO fb_eval_runs (k, embedding_model, scored_by, settings, questions, recall_at_k, mrr, ndcg_at_k,
                                   no_answer_correct, by_task_type, split, "precision", misled_share, mean_injected)
         SELECT k, key, scorer,
-               (SELECT jsonb_object_agg(name, setting) FROM pg_settings WHERE name LIKE 'pg_feedback.%'),
+               (SELECT jsonb_object_agg(name, setting) FROM pg_settings WHERE name LIKE 'pg_feedback.%')
+                   || jsonb_build_object('feedback_retrieval_settings',
+                                         (SELECT coalesce(jsonb_agg(to_jsonb(r) - 'calibration'), '[]')
+                                            FROM feedback_retrieval_settings r)),
                (o ->> 'questions')::integer, (o ->> 'recall_at_k')::real, (o ->> 'mrr')::real,
                (o ->> 'ndcg_at_k')::real, (o ->> 'no_answer_correct')::real,
                (SELECT jsonb_agg(e) FROM jsonb_array_elements(result) e WHERE e ->> 'task_type' <> '(all)'),
@@ -223,8 +244,7 @@ BEGIN
     -- candidate, so that the sweep can simulate any selective policy), and its grades.
     WITH golden AS (
         SELECT g.id, g.query, _fb_task_type(g.task_type) AS task_type
-          FROM feedback_golden g
-         WHERE fb_calibrate.split IS NULL OR g.split = fb_calibrate.split
+          FROM _fb_golden_questions(fb_calibrate.split) g
     ), candidates AS MATERIALIZED (
         SELECT g.id, g.query, g.task_type, c.ids, c.sims, c.passages
           FROM golden g
@@ -303,8 +323,8 @@ END $$;
 COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean) IS
     'Chooses fb_retrieve''s settings on the golden questions of a split (default tune): scores every question''s '
     '20 first-stage candidates with the cross-encoder once, then for cross-encoder and cosine ranking picks the '
-    'floor, relative cut and most notes that maximise recall@3 - lambda x (irrelevant notes injected per '
-    'question) (lambda: what one misleading note costs, in found lessons; default 0.5), per task_type with at '
+    'floor, relative cut and most notes that maximise (lessons found - lambda x irrelevant notes injected) / '
+    'questions (lambda: what one misleading note costs, in found lessons; default 0.5), per task_type with at '
     'least min_questions questions and for all (''*''); reranks a task_type only where that beats cosine; picks '
     'the cheapest selective-reranking bounds (fewest pairs at the 95th percentile, then on average) whose '
     'recall@3 and precision stay within tolerance of reranking every candidate, and the near-tie margins. With '
@@ -402,15 +422,17 @@ BEGIN
     ON CONFLICT ON CONSTRAINT feedback_retrieval_judgments_pkey
     DO UPDATE SET relevant = excluded.relevant, judged_by = excluded.judged_by, judged_at = now();
 
-    -- The golden set grows with use: the judged query becomes a golden question (once per query and task_type),
-    -- the note a grade 1 (helpful) or 0 (misleading) judgment of it.
-    SELECT g.id INTO gid FROM feedback_golden g
-     WHERE g.source = 'judged' AND g.query = r.query AND g.task_type = r.task_type
-     ORDER BY g.id LIMIT 1;
-    IF gid IS NULL THEN
+    -- The golden set grows with use: the judged query becomes a golden question (the existing one with the same
+    -- query and task_type, manual or judged, so it keeps its split), the note a grade 1 (helpful) or 0
+    -- (misleading) judgment of it.
+    FOR i IN 1..2 LOOP
+        SELECT g.id INTO gid FROM feedback_golden g
+         WHERE g.query = r.query AND g.task_type = r.task_type
+         ORDER BY g.source = 'judged', g.id LIMIT 1;
+        EXIT WHEN gid IS NOT NULL;
         INSERT INTO feedback_golden (query, task_type, source) VALUES (r.query, r.task_type, 'judged')
-        RETURNING id INTO gid;
-    END IF;
+        ON CONFLICT (query, task_type) WHERE source = 'judged' DO NOTHING;
+    END LOOP;
     INSERT INTO feedback_golden_judgments AS gj (golden_id, note_id, grade)
     VALUES (gid, fb_judge.note_id, CASE WHEN fb_judge.relevant THEN 1 ELSE 0 END)
     ON CONFLICT ON CONSTRAINT feedback_golden_judgments_pkey DO UPDATE SET grade = excluded.grade;
@@ -419,7 +441,8 @@ END $$;
 COMMENT ON FUNCTION fb_judge(bigint, bigint, boolean) IS
     'A reviewer marks a note a logged retrieval injected as helpful (true) or misleading (false). Recorded in '
     'feedback_retrieval_judgments, and fed into the golden set: the query becomes a golden question (source '
-    'judged, split fixed by its text) with the note graded 1 or 0, so fb_eval and fb_calibrate learn from use. '
+    'judged, split fixed by its text; or the existing question with that text) with the note graded 1 or 0, so '
+    'fb_eval and fb_calibrate learn from use (a judged question counts once some note was judged helpful for it). '
     'Returns the golden question''s id.';
 
 CREATE VIEW feedback_note_quality AS

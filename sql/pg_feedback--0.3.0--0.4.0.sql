@@ -237,13 +237,13 @@ COMMENT ON TABLE feedback_retrieval_settings IS
     'chose it on golden questions: whether reranking pays off, floors, relative cuts (drop notes scoring this far '
     'below the best), most notes returned, the selective-reranking bounds and the near-tie margins, with the '
     'models and the numbers it was chosen on (calibration). A NULL column falls back to the ''*'' row, then to '
-    'the pg_feedback.* setting of the same name. A row whose embedding_model is not the model searched does not '
-    'apply (its floors and cosine bounds are in another similarity scale). Delete the rows to go back to the '
-    'settings.';
+    'the pg_feedback.* setting of the same name. A row whose embedding_model is not the model searched, or whose '
+    'rerank_model is not pg_feedback.rerank_model, does not apply (its floors and bounds are in another model''s '
+    'scale). Delete the rows to go back to the settings.';
 
 -- The settings fb_retrieve applies for a task_type and embedding model: its row, the '*' row, then pg_feedback.*
--- settings. A row calibrated with another embedding model does not apply: floors and cosine bounds are in that
--- model's similarity scale.
+-- settings. A row calibrated with another embedding model or cross-encoder does not apply: its floors and bounds
+-- are in that model's scale.
 CREATE FUNCTION _fb_settings(p_task_type text, p_model text)
     RETURNS TABLE (rerank boolean, rerank_floor real, relative_cut real, max_notes integer, cosine_floor real,
                    cosine_relative_cut real, cosine_max_notes integer, selective boolean, rerank_max_pairs integer,
@@ -273,12 +273,15 @@ CREATE FUNCTION _fb_settings(p_task_type text, p_model text)
           FROM (VALUES (1)) AS one (x)
           LEFT JOIN feedback_retrieval_settings t
                  ON t.task_type = p_task_type AND (t.embedding_model IS NULL OR t.embedding_model = p_model)
+                AND (t.rerank_model IS NULL OR t.rerank_model = fb_rerank_model())
           LEFT JOIN feedback_retrieval_settings d
-                 ON d.task_type = '*' AND (d.embedding_model IS NULL OR d.embedding_model = p_model);
+                 ON d.task_type = '*' AND (d.embedding_model IS NULL OR d.embedding_model = p_model)
+                AND (d.rerank_model IS NULL OR d.rerank_model = fb_rerank_model());
     END;
 COMMENT ON FUNCTION _fb_settings(text, text) IS
     'Internal: the retrieval settings in force for a task_type and embedding model key (feedback_retrieval_settings '
-    'row, ''*'' row, each only if calibrated with that model or with none named, then pg_feedback.* settings; '
+    'row, ''*'' row, each only if calibrated with that embedding model and the configured cross-encoder or with '
+    'none named, then pg_feedback.* settings; '
     'pg_feedback.rerank = off turns reranking off everywhere).';
 
 -- Opt-in retrieval log (pg_feedback.log_retrievals), what fb_judge and feedback_note_quality read.
@@ -305,8 +308,10 @@ COMMENT ON TABLE feedback_retrievals IS
     'returned note ids in rank order with the scores that ranked them, scored_by, and the models. fb_judge marks '
     'returned notes helpful or misleading.';
 
--- Records one retrieval; NULL when it cannot be recorded here (standby, read-only transaction). SECURITY
--- DEFINER: readers retrieve, only the extension writes the log.
+-- Records one retrieval; NULL when the log is off or cannot be written here (standby, read-only transaction).
+-- SECURITY DEFINER: readers retrieve, only the extension writes the log. Readers can call it directly, so it
+-- accepts only what fb_retrieve could have returned to the acting role: active notes of that task_type it may
+-- see, at most 1000 of them, one score each, a known scorer.
 CREATE FUNCTION _fb_log_retrieval(query text, task_type text, note_ids bigint[], scores real[], scored_by text,
                                   embedding_model text, rerank_model text)
     RETURNS bigint
@@ -316,8 +321,22 @@ CREATE FUNCTION _fb_log_retrieval(query text, task_type text, note_ids bigint[],
 DECLARE
     rid bigint;
 BEGIN
-    IF pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean THEN
+    IF NOT current_setting('pg_feedback.log_retrievals')::boolean OR pg_is_in_recovery()
+       OR current_setting('transaction_read_only')::boolean THEN
         RETURN NULL;
+    END IF;
+    IF coalesce(cardinality(note_ids), 0) > 1000 OR coalesce(cardinality(note_ids), 0) <> coalesce(cardinality(scores), 0)
+       OR scored_by IS NULL OR scored_by NOT IN ('cross-encoder', 'cosine') OR task_type IS NULL THEN
+        RAISE EXCEPTION 'not a retrieval fb_retrieve could log'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Retrievals are logged by fb_retrieve itself.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(note_ids) AS r(id)
+                WHERE NOT EXISTS (SELECT 1 FROM feedback_notes n
+                                   WHERE n.id = r.id AND n.status = 'active'
+                                     AND n.task_type = _fb_log_retrieval.task_type
+                                     AND (n.tenant IS NULL OR n.tenant = ANY (_fb_my_tenants())))) THEN
+        RAISE EXCEPTION 'a retrieval can log only active notes of its task_type that the acting role may retrieve'
+            USING ERRCODE = 'insufficient_privilege', HINT = 'Retrievals are logged by fb_retrieve itself.';
     END IF;
     INSERT INTO feedback_retrievals (retrieved_by, query, task_type, note_ids, scores, scored_by, embedding_model,
                                      rerank_model)
@@ -524,6 +543,8 @@ END $$;
 COMMENT ON FUNCTION _fb_golden_split() IS 'Internal: gives a golden question without a split its fixed one.';
 CREATE TRIGGER feedback_golden_split BEFORE INSERT OR UPDATE OF split, query ON feedback_golden
     FOR EACH ROW EXECUTE FUNCTION _fb_golden_split();
+-- One judged question per (query, task_type), also when reviewers judge at the same moment.
+CREATE UNIQUE INDEX feedback_golden_judged_idx ON feedback_golden (query, task_type) WHERE source = 'judged';
 
 UPDATE feedback_golden SET split = _fb_split_of(query);
 ALTER TABLE feedback_golden ALTER COLUMN split SET NOT NULL;
@@ -557,6 +578,23 @@ CREATE FUNCTION _fb_golden_grades(p_split text DEFAULT NULL)
                  GROUP BY j.golden_id, j.note_id) x
          GROUP BY x.golden_id;
     END;
+
+-- The golden questions fb_eval and fb_calibrate score: every manual one, and a judged one once some note was
+-- judged helpful for it (a judged question only knows the notes that were judged: "misleading" alone does not
+-- make it a question no note answers).
+CREATE FUNCTION _fb_golden_questions(p_split text DEFAULT NULL)
+    RETURNS SETOF feedback_golden
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        SELECT g.* FROM feedback_golden g
+         WHERE (p_split IS NULL OR g.split = p_split)
+           AND (g.source = 'manual'
+                OR EXISTS (SELECT 1 FROM feedback_golden_judgments j WHERE j.golden_id = g.id AND j.grade >= 1));
+    END;
+COMMENT ON FUNCTION _fb_golden_questions(text) IS
+    'Internal: the golden questions evaluated (of a split, or all): manual ones, and judged ones with a note judged '
+    'helpful.';
 COMMENT ON FUNCTION _fb_golden_grades(text) IS
     'Internal: each golden question''s judged notes and grades (expected_id counts as grade 2), of one split or all.';
 
@@ -594,7 +632,7 @@ BEGIN
         RAISE EXCEPTION 'unknown split "%"', split
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Use tune, test, or NULL for every golden question.';
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM feedback_golden g WHERE fb_eval.split IS NULL OR g.split = fb_eval.split) THEN
+    IF NOT EXISTS (SELECT 1 FROM _fb_golden_questions(fb_eval.split)) THEN
         RAISE EXCEPTION 'feedback_golden has no % questions', coalesce(split, 'golden')
             USING ERRCODE = 'no_data_found',
                   HINT = 'Insert golden questions: (query, task_type, expected_id), expected_id NULL when no note '
@@ -605,8 +643,7 @@ BEGIN
         SELECT g.id, g.task_type,
                (SELECT array_agg(r.id ORDER BY r.rank)
                   FROM fb_retrieve(g.query, g.task_type, greatest(20, k), model => key) r) AS got
-          FROM feedback_golden g
-         WHERE fb_eval.split IS NULL OR g.split = fb_eval.split
+          FROM _fb_golden_questions(fb_eval.split) g
     ), scored AS (
         SELECT _fb_task_type(a.task_type) AS task_type, m.*
           FROM answers a
@@ -634,7 +671,10 @@ BEGIN
         INSERT INTO fb_eval_runs (k, embedding_model, scored_by, settings, questions, recall_at_k, mrr, ndcg_at_k,
                                   no_answer_correct, by_task_type, split, "precision", misled_share, mean_injected)
         SELECT k, key, scorer,
-               (SELECT jsonb_object_agg(name, setting) FROM pg_settings WHERE name LIKE 'pg_feedback.%'),
+               (SELECT jsonb_object_agg(name, setting) FROM pg_settings WHERE name LIKE 'pg_feedback.%')
+                   || jsonb_build_object('feedback_retrieval_settings',
+                                         (SELECT coalesce(jsonb_agg(to_jsonb(r) - 'calibration'), '[]')
+                                            FROM feedback_retrieval_settings r)),
                (o ->> 'questions')::integer, (o ->> 'recall_at_k')::real, (o ->> 'mrr')::real,
                (o ->> 'ndcg_at_k')::real, (o ->> 'no_answer_correct')::real,
                (SELECT jsonb_agg(e) FROM jsonb_array_elements(result) e WHERE e ->> 'task_type' <> '(all)'),
@@ -696,8 +736,7 @@ BEGIN
     -- candidate, so that the sweep can simulate any selective policy), and its grades.
     WITH golden AS (
         SELECT g.id, g.query, _fb_task_type(g.task_type) AS task_type
-          FROM feedback_golden g
-         WHERE fb_calibrate.split IS NULL OR g.split = fb_calibrate.split
+          FROM _fb_golden_questions(fb_calibrate.split) g
     ), candidates AS MATERIALIZED (
         SELECT g.id, g.query, g.task_type, c.ids, c.sims, c.passages
           FROM golden g
@@ -776,8 +815,8 @@ END $$;
 COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean) IS
     'Chooses fb_retrieve''s settings on the golden questions of a split (default tune): scores every question''s '
     '20 first-stage candidates with the cross-encoder once, then for cross-encoder and cosine ranking picks the '
-    'floor, relative cut and most notes that maximise recall@3 - lambda x (irrelevant notes injected per '
-    'question) (lambda: what one misleading note costs, in found lessons; default 0.5), per task_type with at '
+    'floor, relative cut and most notes that maximise (lessons found - lambda x irrelevant notes injected) / '
+    'questions (lambda: what one misleading note costs, in found lessons; default 0.5), per task_type with at '
     'least min_questions questions and for all (''*''); reranks a task_type only where that beats cosine; picks '
     'the cheapest selective-reranking bounds (fewest pairs at the 95th percentile, then on average) whose '
     'recall@3 and precision stay within tolerance of reranking every candidate, and the near-tie margins. With '
@@ -844,15 +883,17 @@ BEGIN
     ON CONFLICT ON CONSTRAINT feedback_retrieval_judgments_pkey
     DO UPDATE SET relevant = excluded.relevant, judged_by = excluded.judged_by, judged_at = now();
 
-    -- The golden set grows with use: the judged query becomes a golden question (once per query and task_type),
-    -- the note a grade 1 (helpful) or 0 (misleading) judgment of it.
-    SELECT g.id INTO gid FROM feedback_golden g
-     WHERE g.source = 'judged' AND g.query = r.query AND g.task_type = r.task_type
-     ORDER BY g.id LIMIT 1;
-    IF gid IS NULL THEN
+    -- The golden set grows with use: the judged query becomes a golden question (the existing one with the same
+    -- query and task_type, manual or judged, so it keeps its split), the note a grade 1 (helpful) or 0
+    -- (misleading) judgment of it.
+    FOR i IN 1..2 LOOP
+        SELECT g.id INTO gid FROM feedback_golden g
+         WHERE g.query = r.query AND g.task_type = r.task_type
+         ORDER BY g.source = 'judged', g.id LIMIT 1;
+        EXIT WHEN gid IS NOT NULL;
         INSERT INTO feedback_golden (query, task_type, source) VALUES (r.query, r.task_type, 'judged')
-        RETURNING id INTO gid;
-    END IF;
+        ON CONFLICT (query, task_type) WHERE source = 'judged' DO NOTHING;
+    END LOOP;
     INSERT INTO feedback_golden_judgments AS gj (golden_id, note_id, grade)
     VALUES (gid, fb_judge.note_id, CASE WHEN fb_judge.relevant THEN 1 ELSE 0 END)
     ON CONFLICT ON CONSTRAINT feedback_golden_judgments_pkey DO UPDATE SET grade = excluded.grade;
@@ -861,7 +902,8 @@ END $$;
 COMMENT ON FUNCTION fb_judge(bigint, bigint, boolean) IS
     'A reviewer marks a note a logged retrieval injected as helpful (true) or misleading (false). Recorded in '
     'feedback_retrieval_judgments, and fed into the golden set: the query becomes a golden question (source '
-    'judged, split fixed by its text) with the note graded 1 or 0, so fb_eval and fb_calibrate learn from use. '
+    'judged, split fixed by its text; or the existing question with that text) with the note graded 1 or 0, so '
+    'fb_eval and fb_calibrate learn from use (a judged question counts once some note was judged helpful for it). '
     'Returns the golden question''s id.';
 
 CREATE VIEW feedback_note_quality AS
@@ -893,7 +935,7 @@ REVOKE ALL ON FUNCTION
     _fb_settings(text, text), _fb_log_retrieval(text, text, bigint[], real[], text, text, text),
     _fb_first_stage(text, vector, text, integer, text),
     fb_retrieve(text, text, integer, integer, real, boolean, text), fb_build_prompt(text, text, text, integer),
-    _fb_split_of(text), _fb_golden_split(), _fb_golden_grades(text),
+    _fb_split_of(text), _fb_golden_split(), _fb_golden_grades(text), _fb_golden_questions(text),
     fb_eval(integer, boolean, text, text), fb_calibrate(text, real, boolean, integer, real, boolean),
     fb_judge(bigint, bigint, boolean)
 FROM PUBLIC;
@@ -915,7 +957,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON feedback_golden_judgments, feedback_retr
 GRANT INSERT, UPDATE ON feedback_retrieval_judgments TO feedback_reviewer;
 GRANT EXECUTE ON FUNCTION
     fb_eval(integer, boolean, text, text), fb_calibrate(text, real, boolean, integer, real, boolean),
-    fb_judge(bigint, bigint, boolean), _fb_golden_grades(text),
+    fb_judge(bigint, bigint, boolean), _fb_golden_grades(text), _fb_golden_questions(text),
     _fb_question_metrics(bigint[], bigint[], smallint[], integer),
     _fb_calibrate_sweep(jsonb, double precision, integer, boolean, integer, double precision, integer),
     _fb_split_of(text)

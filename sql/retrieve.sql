@@ -31,13 +31,13 @@ COMMENT ON TABLE feedback_retrieval_settings IS
     'chose it on golden questions: whether reranking pays off, floors, relative cuts (drop notes scoring this far '
     'below the best), most notes returned, the selective-reranking bounds and the near-tie margins, with the '
     'models and the numbers it was chosen on (calibration). A NULL column falls back to the ''*'' row, then to '
-    'the pg_feedback.* setting of the same name. A row whose embedding_model is not the model searched does not '
-    'apply (its floors and cosine bounds are in another similarity scale). Delete the rows to go back to the '
-    'settings.';
+    'the pg_feedback.* setting of the same name. A row whose embedding_model is not the model searched, or whose '
+    'rerank_model is not pg_feedback.rerank_model, does not apply (its floors and bounds are in another model''s '
+    'scale). Delete the rows to go back to the settings.';
 
 -- The settings fb_retrieve applies for a task_type and embedding model: its row, the '*' row, then pg_feedback.*
--- settings. A row calibrated with another embedding model does not apply: floors and cosine bounds are in that
--- model's similarity scale.
+-- settings. A row calibrated with another embedding model or cross-encoder does not apply: its floors and bounds
+-- are in that model's scale.
 CREATE FUNCTION _fb_settings(p_task_type text, p_model text)
     RETURNS TABLE (rerank boolean, rerank_floor real, relative_cut real, max_notes integer, cosine_floor real,
                    cosine_relative_cut real, cosine_max_notes integer, selective boolean, rerank_max_pairs integer,
@@ -67,12 +67,15 @@ CREATE FUNCTION _fb_settings(p_task_type text, p_model text)
           FROM (VALUES (1)) AS one (x)
           LEFT JOIN feedback_retrieval_settings t
                  ON t.task_type = p_task_type AND (t.embedding_model IS NULL OR t.embedding_model = p_model)
+                AND (t.rerank_model IS NULL OR t.rerank_model = fb_rerank_model())
           LEFT JOIN feedback_retrieval_settings d
-                 ON d.task_type = '*' AND (d.embedding_model IS NULL OR d.embedding_model = p_model);
+                 ON d.task_type = '*' AND (d.embedding_model IS NULL OR d.embedding_model = p_model)
+                AND (d.rerank_model IS NULL OR d.rerank_model = fb_rerank_model());
     END;
 COMMENT ON FUNCTION _fb_settings(text, text) IS
     'Internal: the retrieval settings in force for a task_type and embedding model key (feedback_retrieval_settings '
-    'row, ''*'' row, each only if calibrated with that model or with none named, then pg_feedback.* settings; '
+    'row, ''*'' row, each only if calibrated with that embedding model and the configured cross-encoder or with '
+    'none named, then pg_feedback.* settings; '
     'pg_feedback.rerank = off turns reranking off everywhere).';
 
 -- Opt-in retrieval log (pg_feedback.log_retrievals), what fb_judge and feedback_note_quality read.
@@ -99,8 +102,10 @@ COMMENT ON TABLE feedback_retrievals IS
     'returned note ids in rank order with the scores that ranked them, scored_by, and the models. fb_judge marks '
     'returned notes helpful or misleading.';
 
--- Records one retrieval; NULL when it cannot be recorded here (standby, read-only transaction). SECURITY
--- DEFINER: readers retrieve, only the extension writes the log.
+-- Records one retrieval; NULL when the log is off or cannot be written here (standby, read-only transaction).
+-- SECURITY DEFINER: readers retrieve, only the extension writes the log. Readers can call it directly, so it
+-- accepts only what fb_retrieve could have returned to the acting role: active notes of that task_type it may
+-- see, at most 1000 of them, one score each, a known scorer.
 CREATE FUNCTION _fb_log_retrieval(query text, task_type text, note_ids bigint[], scores real[], scored_by text,
                                   embedding_model text, rerank_model text)
     RETURNS bigint
@@ -110,8 +115,22 @@ CREATE FUNCTION _fb_log_retrieval(query text, task_type text, note_ids bigint[],
 DECLARE
     rid bigint;
 BEGIN
-    IF pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean THEN
+    IF NOT current_setting('pg_feedback.log_retrievals')::boolean OR pg_is_in_recovery()
+       OR current_setting('transaction_read_only')::boolean THEN
         RETURN NULL;
+    END IF;
+    IF coalesce(cardinality(note_ids), 0) > 1000 OR coalesce(cardinality(note_ids), 0) <> coalesce(cardinality(scores), 0)
+       OR scored_by IS NULL OR scored_by NOT IN ('cross-encoder', 'cosine') OR task_type IS NULL THEN
+        RAISE EXCEPTION 'not a retrieval fb_retrieve could log'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Retrievals are logged by fb_retrieve itself.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(note_ids) AS r(id)
+                WHERE NOT EXISTS (SELECT 1 FROM feedback_notes n
+                                   WHERE n.id = r.id AND n.status = 'active'
+                                     AND n.task_type = _fb_log_retrieval.task_type
+                                     AND (n.tenant IS NULL OR n.tenant = ANY (_fb_my_tenants())))) THEN
+        RAISE EXCEPTION 'a retrieval can log only active notes of its task_type that the acting role may retrieve'
+            USING ERRCODE = 'insufficient_privilege', HINT = 'Retrievals are logged by fb_retrieve itself.';
     END IF;
     INSERT INTO feedback_retrievals (retrieved_by, query, task_type, note_ids, scores, scored_by, embedding_model,
                                      rerank_model)

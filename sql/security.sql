@@ -102,7 +102,7 @@ GRANT EXECUTE ON FUNCTION
     fb_deprecate_stale(interval, text), fb_purge(bigint, text), fb_purge_merged(text, text),
     fb_eval(integer, boolean, text, text), fb_eval_ann(integer, integer), _fb_reembed_running(integer, timestamptz),
     fb_calibrate(text, real, boolean, integer, real, boolean), fb_judge(bigint, bigint, boolean),
-    _fb_golden_grades(text), _fb_question_metrics(bigint[], bigint[], smallint[], integer),
+    _fb_golden_grades(text), _fb_golden_questions(text), _fb_question_metrics(bigint[], bigint[], smallint[], integer),
     _fb_calibrate_sweep(jsonb, double precision, integer, boolean, integer, double precision, integer),
     _fb_split_of(text)
 TO feedback_reviewer;

@@ -84,6 +84,6 @@ fn _fb_rank(
         .zip(&created_at)
         .map(|(s, t)| Scored { score: s.map(scale).unwrap_or(f32::NEG_INFINITY), created_at: micros(t) })
         .collect();
-    let margin = gucs::tie_margin() as f32;
-    rank(&candidates, scale(floor), margin, final_k.max(0) as usize).into_iter().map(|i| i as i32 + 1).collect()
+    // 0.3.0's default margin: pg_feedback.tie_margin now means a cosine margin.
+    rank(&candidates, scale(floor), 0.02, final_k.max(0) as usize).into_iter().map(|i| i as i32 + 1).collect()
 }

@@ -1,7 +1,8 @@
 -- Evaluation and calibration from SQL on the project's golden set: the numbers come from fb_retrieve itself.
 -- fb_calibrate chooses the settings on the tune split; make test fails here if, on the test split, recall@3
--- drops below 0.59, precision of injected notes below 0.63 or the no-answer share below 0.70: the tune split's
--- numbers (0.648, 0.681, 0.750) less 0.05, rounded down (README, "Calibration").
+-- drops below 0.56, precision of injected notes below 0.58 or the no-answer share below 0.65: the tune split's
+-- numbers (0.656, 0.672, 0.750) less about two standard errors of a share over the test split's 121
+-- answerable questions, ~100 injected notes and 84 no-answer questions (0.09-0.10) (README, "Calibration").
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_feedback CASCADE;
 RESET client_min_messages;
@@ -21,7 +22,7 @@ SELECT grade, count(*) AS judgments FROM feedback_golden_judgments GROUP BY grad
 -- Calibration on the tune split writes one row for all task_types ('*'): at about 26 tune questions per
 -- task_type, per-task_type rows would fit noise (they need min_questions, 50 by default).
 SELECT task_type, questions, rerank, max_notes BETWEEN 1 AND 3 AS max_notes_ok,
-       recall_at_3 >= 0.59 AS tune_recall_ok, "precision" >= 0.63 AS tune_precision_ok, utility > 0 AS pays_off
+       recall_at_3 >= 0.56 AS tune_recall_ok, "precision" >= 0.58 AS tune_precision_ok, utility > 0 AS pays_off
   FROM fb_calibrate();
 SELECT task_type, rerank_max_pairs BETWEEN 1 AND 20 AS pairs_bounded, rerank_tie_margin >= 0 AS margin_set,
        calibration ->> 'split' AS split, (calibration -> 'selective' ->> 'mean_pairs')::real < 20 AS selective
@@ -29,8 +30,8 @@ SELECT task_type, rerank_max_pairs BETWEEN 1 AND 20 AS pairs_bounded, rerank_tie
 
 -- The gates, on the test split (never used to choose anything).
 SELECT task_type, questions, answerable, no_answer, split_part(embedding_model, '@', 1) AS embedding_model, scored_by,
-       recall_at_k >= 0.59 AS recall_at_3_above_gate, "precision" >= 0.63 AS precision_above_gate,
-       no_answer_correct >= 0.70 AS no_answer_above_gate, mean_injected <= 1 AS at_most_one_note_on_average,
+       recall_at_k >= 0.56 AS recall_at_3_above_gate, "precision" >= 0.58 AS precision_above_gate,
+       no_answer_correct >= 0.65 AS no_answer_above_gate, mean_injected <= 1 AS at_most_one_note_on_average,
        mrr <= recall_at_k AND ndcg_at_k <= 1 AND misled_share <= 1 AS metrics_consistent
   FROM fb_eval(3, split => 'test')
  WHERE task_type = '(all)';
@@ -61,7 +62,19 @@ SELECT count(*) AS returned, count(retrieval_id) AS logged FROM got;
 SELECT r.task_type, cardinality(r.note_ids) AS notes, r.scored_by, r.query LIKE '%ghp_abcdef%' AS secret_kept,
        r.note_ids[1] = (SELECT id FROM got WHERE rank = 1) AS ids_logged
   FROM feedback_retrievals r;
+-- Least privilege: a reviewer judges; a reader can neither judge nor log a retrieval fb_retrieve would not have
+-- returned to it (note 1 is a sql_injection_scan note, not a perf_review one).
+\set SHOW_CONTEXT never
+CREATE ROLE regress_fb_reader IN ROLE feedback_reader;
+CREATE ROLE regress_fb_reviewer IN ROLE feedback_reviewer;
+GRANT SELECT ON got TO regress_fb_reader, regress_fb_reviewer;
+SET ROLE regress_fb_reader;
+SELECT fb_judge(retrieval_id, id, false) FROM got WHERE rank = 1;
+SELECT _fb_log_retrieval('q', 'perf_review', ARRAY[1]::bigint[], ARRAY[9]::real[], 'cross-encoder', 'm', NULL);
+RESET ROLE;
+SET ROLE regress_fb_reviewer;
 SELECT fb_judge(retrieval_id, id, false) IS NOT NULL AS judged_into_golden FROM got WHERE rank = 1;
+RESET ROLE;
 SELECT g.source, g.split IN ('tune', 'test') AS split_fixed, j.grade
   FROM feedback_golden g JOIN feedback_golden_judgments j ON j.golden_id = g.id WHERE g.source = 'judged';
 SELECT injected, judged, misleading, misleading_share FROM feedback_note_quality;
@@ -90,4 +103,6 @@ SELECT * FROM fb_calibrate(lambda => -1);
 TRUNCATE feedback_golden CASCADE;
 SELECT * FROM fb_eval();
 SELECT * FROM fb_calibrate();
+DROP TABLE got;
 DROP EXTENSION pg_feedback;
+DROP ROLE regress_fb_reader, regress_fb_reviewer;

@@ -1,9 +1,10 @@
 //! Calibration on golden questions: for each scorer (cross-encoder logits, cosine similarity) the floor,
 //! relative cut and most notes that maximise a utility that charges for every irrelevant note injected
-//! (`recall - lambda x irrelevant notes per question`, see [`Summary::utility`]); per group (task_type) when it
-//! has enough questions, and for all questions together (group `*`); whether reranking pays off at all in a
-//! group; the cheapest selective-reranking bounds whose answers stay within `tolerance` of reranking every
-//! candidate; and the near-tie margins within which score order carries no measurable information.
+//! (`(lessons found - lambda x irrelevant notes injected) / questions`, see [`Summary::utility`]); per group
+//! (task_type) when it has enough questions, and for all questions together (group `*`); whether reranking pays
+//! off at all in a group; the cheapest selective-reranking bounds whose answers stay within `tolerance` of
+//! reranking every candidate; and the near-tie margins within which score order carries no measurable
+//! information.
 //!
 //! Input: every question's candidates in first-stage order, each with its cosine similarity and its full
 //! cross-encoder score, and the question's graded judgments. Everything is simulated from those: no model runs.

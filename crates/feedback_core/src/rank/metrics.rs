@@ -16,7 +16,7 @@ pub struct QuestionMetrics {
     pub reciprocal_rank: f64,
     /// Graded nDCG@k: gain 2^grade - 1, discount log2(position + 1), over the ideal order of the judged grades.
     pub ndcg: f64,
-    /// Notes returned (within the first `k`), and how many of them are judged >= 1.
+    /// Notes returned (all of them: every one goes into the prompt), and how many of them are judged >= 1.
     pub injected: usize,
     pub relevant: usize,
 }
@@ -37,7 +37,7 @@ fn gain(grade: i16) -> f64 {
 }
 
 /// The numbers of `returned` (note ids, best first) for a question whose judged notes are `graded`
-/// (id, grade); only the first `k` returned count.
+/// (id, grade): recall, MRR and nDCG over the first `k`, injected and relevant over all of them.
 pub fn question(returned: &[i64], graded: &[(i64, i16)], k: usize) -> QuestionMetrics {
     let top = graded.iter().map(|&(_, g)| g).max().unwrap_or(0);
     let shown = &returned[..returned.len().min(k)];
@@ -52,8 +52,8 @@ pub fn question(returned: &[i64], graded: &[(i64, i16)], k: usize) -> QuestionMe
         hit: first_top.is_some(),
         reciprocal_rank: first_top.map_or(0.0, |p| 1.0 / (p as f64 + 1.0)),
         ndcg: if idcg > 0.0 { dcg / idcg } else { 0.0 },
-        injected: shown.len(),
-        relevant: grades.iter().filter(|&&g| g >= 1).count(),
+        injected: returned.len(),
+        relevant: returned.iter().filter(|&&id| grade_of(graded, id) >= 1).count(),
     }
 }
 
@@ -112,7 +112,7 @@ impl Summary {
         }
     }
 
-    /// recall - lambda x (irrelevant notes injected per question), with hits counted per question so that both
+    /// (lessons found - lambda x irrelevant notes injected) / questions: hits are counted per question so that both
     /// terms share one denominator: a found lesson is worth 1, an injected irrelevant note costs `lambda`.
     pub fn utility(&self, lambda: f64) -> f64 {
         if self.questions == 0 {
@@ -143,8 +143,9 @@ mod tests {
         let m = question(&[9, 7], &[(7, 2)], 3);
         assert_eq!(m.reciprocal_rank, 0.5);
         assert!((m.ndcg - 1.0 / 3f64.log2()).abs() < 1e-12);
-        // Beyond k it does not count.
-        assert!(!question(&[1, 2, 7], &[(7, 2)], 2).hit);
+        // Beyond k it is not a hit, but it was injected all the same.
+        let m = question(&[1, 2, 7], &[(7, 2)], 2);
+        assert!(!m.hit && m.injected == 3 && m.relevant == 1);
     }
 
     #[test]

@@ -60,15 +60,13 @@ pub struct Cut {
 }
 
 /// [`rank`] with a relative cut: the floor is raised to `best - cut.relative` when that is higher. NaN scores
-/// count as missing (never kept).
+/// count as missing: never kept, whatever the floor.
 pub fn rank_cut(candidates: &[Scored], cut: &Cut) -> Vec<usize> {
-    let best = candidates.iter().map(|c| c.score).filter(|s| !s.is_nan()).fold(f32::NEG_INFINITY, f32::max);
+    let present: Vec<usize> = (0..candidates.len()).filter(|&i| !candidates[i].score.is_nan()).collect();
+    let scored: Vec<Scored> = present.iter().map(|&i| candidates[i]).collect();
+    let best = scored.iter().map(|c| c.score).fold(f32::NEG_INFINITY, f32::max);
     let floor = if cut.relative.is_finite() { cut.floor.max(best - cut.relative) } else { cut.floor };
-    let clean: Vec<Scored> = candidates
-        .iter()
-        .map(|c| Scored { score: if c.score.is_nan() { f32::NEG_INFINITY } else { c.score }, ..*c })
-        .collect();
-    rank(&clean, floor, cut.margin.max(0.0), cut.limit)
+    rank(&scored, floor, cut.margin.max(0.0), cut.limit).into_iter().map(|i| present[i]).collect()
 }
 
 #[cfg(test)]
@@ -113,8 +111,9 @@ mod tests {
         assert_eq!(rank_cut(&c, &cut(-5.0, f32::INFINITY, 0.0, 3)), vec![0, 1, 2]);
         // The absolute floor still applies when it is the higher of the two.
         assert_eq!(rank_cut(&c, &cut(3.8, 10.0, 0.0, 3)), vec![0]);
-        // Missing (NaN) scores are never kept and never count as the best.
+        // Missing (NaN) scores are never kept and never count as the best, even under an infinite floor.
         assert_eq!(rank_cut(&[s(f32::NAN, 1), s(1.0, 1)], &cut(0.0, 0.5, 0.0, 3)), vec![1]);
+        assert_eq!(rank_cut(&[s(f32::NAN, 1), s(1.0, 1)], &cut(f32::NEG_INFINITY, f32::INFINITY, 0.0, 3)), vec![1]);
         assert!(rank_cut(&[], &cut(0.0, 0.5, 0.0, 3)).is_empty());
     }
 
