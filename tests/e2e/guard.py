@@ -60,7 +60,7 @@ def setup_roles():
 LESSON = "Numeric-looking input concatenated into SQL is still injectable; bind it as a parameter."
 CORRECTION = ("The id is read as a string and concatenated into the WHERE clause; '1 OR 1=1' passes the route. "
               "Use a bound parameter.")
-QUERY = "Route param looks like an integer and gets glued into the query string, is that safe?"
+QUERY = "The id from the URL is concatenated into the SQL, injectable?"
 
 
 def test_writer_ingests_by_insert_copy_and_fb_ingest_and_forged_fields_are_ignored():
@@ -342,6 +342,7 @@ def test_tenants_never_see_each_other_on_the_exact_and_the_hnsw_path():
                "Escape HTML output", "Hash passwords with argon2"]
     for user, own, other in [(ALICE, TEAM_A, TEAM_B), (BOB, TEAM_B, TEAM_A)]:
         with connect(user) as c:
+            c.execute("SET pg_feedback.cosine_relative_cut = -1")   # every candidate above min_score comes back
             visible = one(c, "SELECT count(*) FROM feedback_active_notes WHERE task_type = 'tenant_scan'")
             assert visible == 6000, visible        # own + shared: above exact_scan_limit (5000), so auto is ANN
             seen = set()
