@@ -17,9 +17,10 @@ from common import ROOT, connect, percentile
 
 
 def questions(n, seed=11):
-    """n answerable golden questions, each aimed at one team's task type of its base type."""
+    """n golden questions that paraphrase a note (kind answer), each aimed at one team's task type of its base
+    type."""
     with open(ROOT / "data" / "golden_questions.csv", newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["expected_lesson"]]
+        rows = [r for r in csv.DictReader(f) if r["kind"] == "answer"]
     rng = random.Random(seed)
     types, _ = data.task_types()
     picked = rng.sample(rows, n)
