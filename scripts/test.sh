@@ -91,9 +91,10 @@ standby_check() {
         -k $standby/sock -c shared_preload_libraries=pg_feedback" start >/dev/null
     local got
     # With the retrieval log on, a standby retrieves and never tries to write the log.
-    got=$("$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d fb_worker_e2e -Atc "
-        SET pg_feedback.log_retrievals = on;
-        SELECT pg_is_in_recovery(), (SELECT mode || ':' || (pid IS NOT NULL) FROM feedback_worker),
+    got=$(PGOPTIONS="-c pg_feedback.log_retrievals=on" "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres \
+        -d fb_worker_e2e -Atc "
+        SELECT current_setting('pg_feedback.log_retrievals') = 'on' AND pg_is_in_recovery(),
+               (SELECT mode || ':' || (pid IS NOT NULL) FROM feedback_worker),
                vector_dims(fb_embed_query('is this safe on a standby?')),
                (SELECT count(*) >= 0 AND count(retrieval_id) = 0
                   FROM fb_retrieve('is this query injectable?', 'sql_injection_scan'))" 2>&1)
