@@ -554,6 +554,11 @@ pub fn rerank_model() -> String {
     string(&RERANK_MODEL).unwrap_or_default()
 }
 
+/// `pg_feedback.rerank_max_tokens` (0: the cross-encoder's own limit).
+pub fn rerank_max_tokens() -> usize {
+    RERANK_MAX_TOKENS.get().max(0) as usize
+}
+
 pub fn rerank_cache_size() -> usize {
     RERANK_CACHE_SIZE.get().max(0) as usize
 }
@@ -586,7 +591,7 @@ pub fn host_config() -> HostConfig {
         dimensions: DIMENSIONS,
         batch_size: EMBED_BATCH_SIZE.get() as usize,
         max_batch_tokens: MAX_BATCH_TOKENS.get() as usize,
-        max_pair_tokens: RERANK_MAX_TOKENS.get().max(0) as usize,
+        max_pair_tokens: rerank_max_tokens(),
     }
 }
 

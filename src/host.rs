@@ -93,7 +93,7 @@ pub fn rerank(query: &str, passages: &[&str]) -> Vec<f32> {
 /// [`rerank`] through the backend's bounded score cache, keyed by (cross-encoder, pair length limit, query,
 /// passage): only passages not scored before for this query run the model, in one call.
 pub fn rerank_cached(query: &str, passages: &[&str]) -> Vec<f32> {
-    let model = format!("{}#{}", gucs::rerank_model(), gucs::host_config().max_pair_tokens);
+    let model = format!("{}#{}", gucs::rerank_model(), gucs::rerank_max_tokens());
     let key = |p: &str| (model.clone(), query.to_string(), p.to_string());
     let mut scores: Vec<Option<f32>> = SCORE_CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();

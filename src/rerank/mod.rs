@@ -53,15 +53,10 @@ fn _fb_rerank_selective(
     } else {
         all
     };
-    // A NULL passage or cosine is never scored.
-    let cos: Vec<f32> = passages
-        .iter()
-        .zip(&cosines)
-        .map(|(p, c)| if p.is_some() { c.unwrap_or(f32::NEG_INFINITY) } else { f32::NEG_INFINITY })
-        .collect();
-    let eligible_cos: Vec<f32> = cos.iter().map(|&c| if c.is_finite() { c } else { f32::NAN }).collect();
+    // A NULL passage or cosine is never scored (NaN is never eligible).
+    let cos: Vec<f32> = passages.iter().zip(&cosines).map(|(p, c)| p.as_ref().and(*c).unwrap_or(f32::NAN)).collect();
     let scores = policy
-        .run(&eligible_cos, |batch| {
+        .run(&cos, |batch| {
             let texts: Vec<&str> = batch.iter().map(|&i| passages[i].as_deref().unwrap_or_default()).collect();
             Ok::<_, ()>(host::rerank_cached(query, &texts))
         })

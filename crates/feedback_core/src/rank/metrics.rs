@@ -40,10 +40,10 @@ fn gain(grade: i16) -> f64 {
 /// (id, grade): recall, MRR and nDCG over the first `k`, injected and relevant over all of them.
 pub fn question(returned: &[i64], graded: &[(i64, i16)], k: usize) -> QuestionMetrics {
     let top = graded.iter().map(|&(_, g)| g).max().unwrap_or(0);
-    let shown = &returned[..returned.len().min(k)];
-    let grades: Vec<i16> = shown.iter().map(|&id| grade_of(graded, id)).collect();
-    let first_top = grades.iter().position(|&g| top >= 1 && g == top);
-    let dcg: f64 = grades.iter().enumerate().map(|(i, &g)| gain(g) / (i as f64 + 2.0).log2()).sum();
+    let grades: Vec<i16> = returned.iter().map(|&id| grade_of(graded, id)).collect();
+    let shown = &grades[..grades.len().min(k)];
+    let first_top = shown.iter().position(|&g| top >= 1 && g == top);
+    let dcg: f64 = shown.iter().enumerate().map(|(i, &g)| gain(g) / (i as f64 + 2.0).log2()).sum();
     let mut ideal: Vec<i16> = graded.iter().map(|&(_, g)| g).filter(|&g| g > 0).collect();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
     let idcg: f64 = ideal.iter().take(k).enumerate().map(|(i, &g)| gain(g) / (i as f64 + 2.0).log2()).sum();
@@ -53,7 +53,7 @@ pub fn question(returned: &[i64], graded: &[(i64, i16)], k: usize) -> QuestionMe
         reciprocal_rank: first_top.map_or(0.0, |p| 1.0 / (p as f64 + 1.0)),
         ndcg: if idcg > 0.0 { dcg / idcg } else { 0.0 },
         injected: returned.len(),
-        relevant: returned.iter().filter(|&&id| grade_of(graded, id) >= 1).count(),
+        relevant: grades.iter().filter(|&&g| g >= 1).count(),
     }
 }
 

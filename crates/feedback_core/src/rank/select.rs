@@ -17,6 +17,11 @@ pub struct Selective {
     pub decided_gap: f32,
 }
 
+/// The best cosine similarity among the candidates (NaN: missing).
+fn best(cosines: &[f32]) -> f32 {
+    cosines.iter().copied().filter(|c| !c.is_nan()).fold(f32::NEG_INFINITY, f32::max)
+}
+
 impl Selective {
     /// Every candidate, one stage: what reranking was before it was selective.
     pub const ALL: Selective = Selective {
@@ -30,7 +35,7 @@ impl Selective {
 
     /// Positions of the candidates that may be scored, in first-stage order.
     pub fn eligible(&self, cosines: &[f32]) -> Vec<usize> {
-        let top = cosines.iter().copied().filter(|c| !c.is_nan()).fold(f32::NEG_INFINITY, f32::max);
+        let top = best(cosines);
         (0..cosines.len())
             .filter(|&i| cosines[i] >= self.min_cosine && top - cosines[i] <= self.cosine_gap)
             .take(self.max_pairs)
@@ -46,7 +51,7 @@ impl Selective {
         mut score: impl FnMut(&[usize]) -> Result<Vec<f32>, E>,
     ) -> Result<Vec<Option<f32>>, E> {
         let mut out = vec![None; cosines.len()];
-        let top = cosines.iter().copied().filter(|c| !c.is_nan()).fold(f32::NEG_INFINITY, f32::max);
+        let top = best(cosines);
         let mut queue = self.eligible(cosines);
         let mut best = f32::NEG_INFINITY;
         let stage = self.stage.max(1);
