@@ -416,49 +416,130 @@ CREATE FUNCTION _fb_source(source text) RETURNS text
     RETURN coalesce(nullif(_fb_normalize(fb_redact(source)), ''), 'review_ui');
 COMMENT ON FUNCTION _fb_source(text) IS 'Internal: a source as stored (redacted, normalised, review_ui when blank).';
 
+-- Re-submissions of stored notes, noted by the insert trigger of each row and counted by the statement's AFTER
+-- trigger, which takes the near-duplicate locks first: every row lock on a stored note is then taken under the lock
+-- of its (tenant, task_type), in one sorted order, so concurrent ingests never deadlock over counted reports.
+-- Rows live only inside the inserting transaction (its AFTER trigger deletes them; a rollback removes them too).
+CREATE UNLOGGED TABLE feedback_pending_reports (
+    xid           xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    ord           bigint GENERATED ALWAYS AS IDENTITY,
+    content_hash  text NOT NULL,
+    tenant        text,
+    wrong_answer  text NOT NULL,
+    source        text
+);
+COMMENT ON TABLE feedback_pending_reports IS
+    'Internal: re-submissions of stored notes seen by the insert trigger of the current statement, counted by its '
+    'AFTER trigger (transaction-local rows, never visible to users).';
+
 -- Re-submitting the same note counts a report on the stored row (its latest wrong_answer and source). SECURITY
 -- DEFINER because writers have no UPDATE right; it cleans the note itself, so calling it directly can do no more
 -- than submitting. Returns the cleaned note when none is stored yet (the insert trigger stores it), NULL when the
--- report was counted: the note is cleaned once per row. A report on a note that is not active leaves its status
--- alone (a reviewer decides) and says so in a NOTICE.
+-- note is stored: the report is then counted by the statement's AFTER trigger (feedback_pending_reports). The note
+-- is cleaned once per row.
 CREATE FUNCTION _fb_resubmit(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
-DECLARE
-    stored record;
 BEGIN
     n := _fb_cleaned(n);
     IF NOT _fb_tenant_allowed(n.tenant) THEN
         RETURN n;   -- the insert goes on and is refused by its tenant check
     END IF;
-    -- A purged note counts the report but takes no text: its text was removed on purpose.
-    UPDATE feedback_notes f
-       SET wrong_answer = CASE WHEN f.status = 'purged' THEN f.wrong_answer
-                               ELSE coalesce(nullif(n.wrong_answer, ''), f.wrong_answer) END,
-           source = CASE WHEN f.status = 'purged' OR _fb_normalize(n.source) = '' THEN f.source
-                         ELSE _fb_source(n.source) END,
-           updated_at = now(),
-           report_count = f.report_count + 1
-     WHERE f.content_hash = n.content_hash AND f.tenant IS NOT DISTINCT FROM n.tenant
-    RETURNING f.id, f.status INTO stored;
-    IF NOT FOUND THEN
+    IF NOT EXISTS (SELECT 1 FROM feedback_notes f
+                    WHERE f.content_hash = n.content_hash AND f.tenant IS NOT DISTINCT FROM n.tenant) THEN
         RETURN n;
     END IF;
-    IF stored.status <> 'active' THEN
-        RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', stored.id,
-                     stored.status, stored.status
-            USING HINT = CASE stored.status
-                             WHEN 'deprecated' THEN 'A reviewer can bring it back with fb_restore.'
-                             WHEN 'pending' THEN 'It waits for a reviewer (feedback_review_queue).'
-                             WHEN 'rejected' THEN 'A reviewer rejected it; fb_approve would make it live.'
-                             ELSE 'Its text was purged; it is never retrieved again.' END;
-    END IF;
+    INSERT INTO feedback_pending_reports (content_hash, tenant, wrong_answer, source)
+    VALUES (n.content_hash, n.tenant, coalesce(n.wrong_answer, ''), n.source);
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
-    'Internal: counts a re-submission on the stored note with the same content (latest wrong_answer and source) '
-    'and returns NULL; when no such note is stored, returns the note cleaned for storing.';
+    'Internal: notes a re-submission of the stored note with the same content (counted by the statement''s AFTER '
+    'trigger) and returns NULL; when no such note is stored, returns the note cleaned for storing.';
+
+-- Counts the re-submissions this transaction's current statement noted (feedback_pending_reports) on the stored
+-- notes, in content-hash order, with the caller holding their near-duplicate locks: report_count grows by the number
+-- of reports, wrong_answer and source take the latest non-blank ones. A purged note counts the report but takes no
+-- text: its text was removed on purpose. A report on a note that is not active leaves its status alone (a reviewer
+-- decides) and says so in a NOTICE.
+CREATE FUNCTION _fb_count_reports() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    rep record;
+    stored record;
+    counted integer := 0;
+BEGIN
+    FOR rep IN
+        SELECT p.content_hash, p.tenant, count(*) AS reports,
+               (array_agg(p.wrong_answer ORDER BY p.ord DESC) FILTER (WHERE p.wrong_answer <> ''))[1] AS wrong_answer,
+               (array_agg(p.source ORDER BY p.ord DESC) FILTER (WHERE _fb_normalize(p.source) <> ''))[1] AS source
+          FROM feedback_pending_reports p
+         WHERE p.xid = pg_current_xact_id()
+         GROUP BY p.content_hash, p.tenant
+         ORDER BY p.content_hash
+    LOOP
+        UPDATE feedback_notes f
+           SET wrong_answer = CASE WHEN f.status = 'purged' THEN f.wrong_answer
+                                   ELSE coalesce(rep.wrong_answer, f.wrong_answer) END,
+               source = CASE WHEN f.status = 'purged' OR rep.source IS NULL THEN f.source
+                             ELSE _fb_source(rep.source) END,
+               updated_at = now(),
+               report_count = f.report_count + rep.reports
+         WHERE f.content_hash = rep.content_hash AND f.tenant IS NOT DISTINCT FROM rep.tenant
+        RETURNING f.id, f.status INTO stored;
+        counted := counted + rep.reports;
+        IF stored.status <> 'active' THEN
+            RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', stored.id,
+                         stored.status, stored.status
+                USING HINT = CASE stored.status
+                                 WHEN 'deprecated' THEN 'A reviewer can bring it back with fb_restore.'
+                                 WHEN 'pending' THEN 'It waits for a reviewer (feedback_review_queue).'
+                                 WHEN 'rejected' THEN 'A reviewer rejected it; fb_approve would make it live.'
+                                 ELSE 'Its text was purged; it is never retrieved again.' END;
+        END IF;
+    END LOOP;
+    DELETE FROM feedback_pending_reports p WHERE p.xid = pg_current_xact_id();
+    RETURN counted;
+END $$;
+COMMENT ON FUNCTION _fb_count_reports() IS
+    'Internal: counts the re-submissions noted by the current statement on their stored notes (AFTER INSERT).';
+
+-- Takes the near-duplicate lock of each (tenant, task_type) ('' for shared notes), creating it if need be, in one
+-- sorted order, until the end of the transaction. The lock row is also written, not only locked: a REPEATABLE READ
+-- or SERIALIZABLE transaction whose snapshot predates another one's ingest into the same (tenant, task_type) then
+-- fails to take it (serialization_failure, retry) instead of checking against notes it cannot see.
+CREATE FUNCTION _fb_lock_dedup(tenants text[], task_types text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    -- Row locks in a table of the extension's own (an advisory lock key would be open to anyone to take).
+    INSERT INTO feedback_dedup_locks (tenant, task_type)
+    SELECT DISTINCT k.tenant, k.task_type FROM unnest(tenants, task_types) AS k(tenant, task_type)
+     ORDER BY 1, 2
+    ON CONFLICT DO NOTHING;
+    PERFORM 1 FROM feedback_dedup_locks l
+      JOIN (SELECT DISTINCT * FROM unnest(tenants, task_types) AS k(tenant, task_type)) k USING (tenant, task_type)
+     ORDER BY l.tenant, l.task_type
+       FOR UPDATE OF l;
+    UPDATE feedback_dedup_locks l SET task_type = l.task_type
+      FROM (SELECT DISTINCT * FROM unnest(tenants, task_types) AS k(tenant, task_type)) k
+     WHERE l.tenant = k.tenant AND l.task_type = k.task_type;
+EXCEPTION WHEN serialization_failure THEN
+    RAISE EXCEPTION 'could not check for near-duplicates: another transaction stored notes of the same task_type '
+                    'after this transaction''s snapshot was taken'
+        USING ERRCODE = 'serialization_failure',
+              DETAIL = format('Transaction isolation is %s.', current_setting('transaction_isolation')),
+              HINT = 'Retry the transaction. Under REPEATABLE READ and SERIALIZABLE a near-duplicate check cannot '
+                     'see notes committed after the snapshot, so it fails rather than store a duplicate; under '
+                     'READ COMMITTED concurrent ingests wait for each other instead.';
+END $$;
+COMMENT ON FUNCTION _fb_lock_dedup(text[], text[]) IS
+    'Internal: takes the near-duplicate locks of (tenant, task_type) pairs in sorted order until the end of the '
+    'transaction (serialization_failure with a hint when a newer ingest is invisible to this snapshot).';
 
 -- BEFORE INSERT, per row, as the inserting role: the server sets every field the client must not choose. A row
 -- that comes back from a dump (see _fb_restoring) is kept as sent.
@@ -538,9 +619,9 @@ BEGIN
 END $$;
 
 -- AFTER INSERT, per statement, with the extension owner's rights: embed every new row in batched model runs
--- (grouped into UPDATEs of at most 1024 rows) into the active slot, record held notes in the audit trail, merge
--- near-duplicates. For restored rows (they carry a vector, or are purged) the id sequence is only moved past
--- their ids.
+-- (grouped into UPDATEs of at most 1024 rows) into the active slot, take the near-duplicate locks, count the
+-- re-submissions the insert trigger noted, record held notes in the audit trail, merge near-duplicates. For
+-- restored rows (they carry a vector, or are purged) the id sequence is only moved past their ids.
 CREATE FUNCTION _fb_notes_after_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -571,20 +652,35 @@ BEGIN
            FROM (SELECT max(i.id) AS m FROM inserted_notes i) x
           WHERE m > coalesce(pg_sequence_last_value('feedback_notes_id_seq'), 0);
     END IF;
+    IF new_ids IS NOT NULL THEN
+        SELECT a.slot, a.model INTO slot, model FROM _fb_lock_active_model() a;
+        FOR chunk IN
+            SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
+              FROM (SELECT i.id, i.task_type, i.lesson, (row_number() OVER ()) / 1024 AS part
+                      FROM inserted_notes i WHERE i.id = ANY (new_ids)) s
+             GROUP BY part
+        LOOP
+            -- Embed in its own step: inside the UPDATE, the planner's row estimate for unnest() would evaluate
+            -- the STABLE call once at plan time and the executor again, running the model twice.
+            PERFORM _fb_store_vectors(chunk.ids, fb_embed_batch(chunk.docs, false, model), slot, model);
+        END LOOP;
+    END IF;
+    -- The near-duplicate locks of every (tenant, task_type) this statement adds to or counts a report on, in one
+    -- sorted pass, before any row lock on a stored note (re-submissions counted, merges): concurrent ingests
+    -- then take their locks in the same order and never deadlock.
+    PERFORM _fb_lock_dedup(array_agg(k.tenant), array_agg(k.task_type))
+       FROM (SELECT coalesce(i.tenant, '') AS tenant, i.task_type FROM inserted_notes i
+              WHERE i.id = ANY (new_ids) AND i.status = 'active'
+             UNION
+             SELECT coalesce(f.tenant, ''), f.task_type
+               FROM feedback_pending_reports p
+               JOIN feedback_notes f ON f.content_hash = p.content_hash AND f.tenant IS NOT DISTINCT FROM p.tenant
+              WHERE p.xid = pg_current_xact_id()) k
+    HAVING count(*) > 0;
+    PERFORM _fb_count_reports();
     IF new_ids IS NULL THEN
         RETURN NULL;
     END IF;
-    SELECT a.slot, a.model INTO slot, model FROM _fb_lock_active_model() a;
-    FOR chunk IN
-        SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
-          FROM (SELECT i.id, i.task_type, i.lesson, (row_number() OVER ()) / 1024 AS part
-                  FROM inserted_notes i WHERE i.id = ANY (new_ids)) s
-         GROUP BY part
-    LOOP
-        -- Embed in its own step: inside the UPDATE, the planner's row estimate for unnest() would evaluate
-        -- the STABLE call once at plan time and the executor again, running the model twice.
-        PERFORM _fb_store_vectors(chunk.ids, fb_embed_batch(chunk.docs, false, model), slot, model);
-    END LOOP;
     INSERT INTO feedback_audit (actor, action, note_id, content_hash, new_status, reason, detail)
     SELECT actor, 'hold', i.id, i.content_hash, 'pending',
            CASE WHEN jsonb_array_length(i.screening) > 0 THEN 'flagged by fb_screen'
@@ -603,7 +699,9 @@ END $$;
 -- its source and updated_at take the new report's, the merge is recorded in feedback_note_merges and
 -- feedback_audit, the new row goes away. A row lock per (tenant, task_type) in feedback_dedup_locks, taken in
 -- sorted order until the end of the transaction, makes concurrent ingests of near-duplicates wait for each other,
--- so under READ COMMITTED the second one sees the first and merges.
+-- so under READ COMMITTED the second one sees the first and merges. Under REPEATABLE READ and SERIALIZABLE the
+-- second one cannot see the first: taking the lock then fails with serialization_failure (retry), never a
+-- silent duplicate.
 CREATE FUNCTION _fb_merge_near_duplicates(ids bigint[]) RETURNS integer
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -620,15 +718,8 @@ BEGIN
         RETURN 0;
     END IF;
     SELECT a.slot, a.model INTO slot, model FROM _fb_active() a;
-    -- Row locks in a table of the extension's own (an advisory lock key would be open to anyone to take).
-    INSERT INTO feedback_dedup_locks (tenant, task_type)
-    SELECT DISTINCT coalesce(f.tenant, ''), f.task_type FROM feedback_notes f WHERE f.id = ANY (ids)
-    ON CONFLICT DO NOTHING;
-    PERFORM 1 FROM feedback_dedup_locks l
-      JOIN (SELECT DISTINCT coalesce(f.tenant, '') AS tenant, f.task_type FROM feedback_notes f
-             WHERE f.id = ANY (ids)) k USING (tenant, task_type)
-     ORDER BY l.tenant, l.task_type
-       FOR UPDATE OF l;
+    PERFORM _fb_lock_dedup(array_agg(coalesce(f.tenant, '')), array_agg(f.task_type))
+       FROM feedback_notes f WHERE f.id = ANY (ids);
     FOR r IN
         SELECT f.*, _fb_vector(f, slot) AS vec
           FROM unnest(ids) WITH ORDINALITY AS i(id, n) JOIN feedback_notes f USING (id)
@@ -776,19 +867,29 @@ BEGIN
     -- RETURNING lists the rows this INSERT really added: a re-submission of a stored note is turned into a
     -- counted report by the insert trigger and is not returned. Two sessions inserting the same new note at once
     -- meet at the content hash: the loser's whole INSERT is rolled back to its savepoint and run again, and then
-    -- finds the winner's row and counts a report on it.
+    -- finds the winner's row and counts a report on it. Rows go in in content-hash order, so two batches that
+    -- share several new notes meet at the first of them and never deadlock at the content-hash index.
     FOR attempt IN 1..3 LOOP
         BEGIN
             WITH ins AS (
                 INSERT INTO feedback_notes AS f (task_type, wrong_answer, correction, lesson, source, tenant)
                 SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, n.source, fb_ingest_batch.tenant
                   FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
-                 ORDER BY ord
+                 ORDER BY fb_content_hash(n.task_type, fb_redact(n.lesson), fb_redact(n.correction),
+                                          fb_ingest_batch.tenant), ord
                 RETURNING f.content_hash)
             SELECT coalesce(array_agg(ins.content_hash), '{}') INTO inserted FROM ins;
             EXIT;
         EXCEPTION WHEN unique_violation THEN
-            IF attempt = 3 THEN
+            -- Under REPEATABLE READ and SERIALIZABLE the winner's row stays invisible to this snapshot: running
+            -- the INSERT again would fail the same way.
+            IF current_setting('transaction_isolation') <> 'read committed' THEN
+                RAISE EXCEPTION 'could not store the note: another transaction stored the same content after this '
+                                'transaction''s snapshot was taken'
+                    USING ERRCODE = 'serialization_failure',
+                          DETAIL = format('Transaction isolation is %s.', current_setting('transaction_isolation')),
+                          HINT = 'Retry the transaction: the retry counts a report on the stored note.';
+            ELSIF attempt = 3 THEN
                 RAISE;
             END IF;
         END;

@@ -36,10 +36,10 @@ BEGIN
         EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC', f);
     END LOOP;
 END $$;
-REVOKE ALL ON feedback_notes, feedback_note_merges, feedback_dedup_locks, feedback_audit, feedback_golden, fb_eval_runs,
-              feedback_embedding_slots, feedback_reembed_runs, feedback_active_notes, feedback_review_queue,
-              fb_eval_history, feedback_reembed_progress, feedback_embedding_status, feedback_worker,
-              feedback_retrieval_settings, feedback_retrievals, feedback_golden_judgments,
+REVOKE ALL ON feedback_notes, feedback_note_merges, feedback_dedup_locks, feedback_pending_reports, feedback_audit,
+              feedback_golden, fb_eval_runs, feedback_embedding_slots, feedback_reembed_runs, feedback_active_notes,
+              feedback_review_queue, fb_eval_history, feedback_reembed_progress, feedback_embedding_status,
+              feedback_worker, feedback_retrieval_settings, feedback_retrievals, feedback_golden_judgments,
               feedback_retrieval_judgments, feedback_note_quality FROM PUBLIC;
 REVOKE ALL ON SEQUENCE feedback_notes_id_seq, feedback_audit_id_seq, feedback_golden_id_seq, fb_eval_runs_id_seq,
               feedback_reembed_runs_id_seq, feedback_retrievals_id_seq FROM PUBLIC;
