@@ -76,7 +76,9 @@ impl FbError {
                         "Check that the model named by {setting} is a BERT-style ONNX export with its tokenizer.json."
                     )
                 }
-                ModelError::Worker { .. } => "Retry the statement: the postmaster restarts the worker within seconds.                     SELECT * FROM feedback_worker shows its state; the server log says why it stopped.                     SET pg_feedback.inference = backend (superuser) runs models in this session instead."
+                ModelError::Worker { .. } => "Retry the statement: the postmaster restarts the worker within seconds. \
+                    SELECT * FROM feedback_worker shows its state; the server log says why it stopped. \
+                    SET pg_feedback.inference = backend (superuser) runs models in this session instead."
                     .into(),
             },
             FbError::InvalidArgument { hint, .. } | FbError::LimitExceeded { hint, .. } => hint.clone(),
