@@ -128,7 +128,7 @@ CREATE FUNCTION fb_eval(k integer DEFAULT 3, record boolean DEFAULT true, model 
 #variable_conflict use_column
 DECLARE
     key text := _fb_resolve_model(model);
-    scorer text := CASE WHEN current_setting('pg_feedback.rerank')::boolean AND fb_rerank_model() <> ''
+    scorer text := CASE WHEN _fb_setting('pg_feedback.rerank')::boolean AND fb_rerank_model() <> ''
                         THEN 'cross-encoder' ELSE 'cosine' END;
     result jsonb;
 BEGIN
@@ -231,10 +231,13 @@ BEGIN
         RAISE EXCEPTION 'unknown split "%"', split
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Calibrate on tune (the default), test, or NULL (all).';
     END IF;
-    IF lambda IS NULL OR lambda < 0 OR tolerance IS NULL OR tolerance < 0 OR min_questions IS NULL THEN
-        RAISE EXCEPTION 'lambda, tolerance and min_questions must be given and not negative'
+    IF lambda IS NULL OR lambda < 0 OR tolerance IS NULL OR tolerance < 0 OR min_questions IS NULL
+       OR min_questions < 0 OR per_task_type IS NULL THEN
+        RAISE EXCEPTION 'lambda, tolerance, min_questions and per_task_type must be given, and the numbers not negative'
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'lambda: cost of one irrelevant note injected, in found lessons (e.g. 0.5).';
+                  HINT = 'lambda: cost of one irrelevant note injected, in found lessons (e.g. 0.5); tolerance: '
+                         'utility a cheaper rerank may lose (0); min_questions: questions a task_type needs for '
+                         'settings of its own (50).';
     END IF;
     IF cross_encoder = '' THEN
         RAISE EXCEPTION 'no cross-encoder is configured'
@@ -274,7 +277,7 @@ BEGIN
     END IF;
 
     result := _fb_calibrate_sweep(data, lambda, 3, per_task_type, min_questions, tolerance,
-                                  current_setting('pg_feedback.rerank_stage')::integer);
+                                  _fb_setting('pg_feedback.rerank_stage')::integer);
     sel := result -> 'selective' -> 'policy';
 
     IF apply THEN
@@ -332,9 +335,17 @@ COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean) IS
     'per row (of the scorer the row uses). Report on the other split with fb_eval(split => ''test'').';
 CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20)
     RETURNS TABLE (task_type text, queries integer, recall real, ann_returned real)
-    LANGUAGE sql VOLATILE
+    LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    BEGIN ATOMIC
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF sample IS NULL OR sample < 1 OR k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'sample must be positive and k between 1 and 1000, not % and %', sample, k
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'sample: how many notes serve as queries (e.g. 100); k: neighbours compared (e.g. 20).';
+    END IF;
+    RETURN QUERY
         WITH queries AS (
             SELECT n.task_type, _fb_vector(n, a.slot) AS embedding
               FROM feedback_notes n CROSS JOIN _fb_active() a
@@ -354,7 +365,7 @@ CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20)
           FROM per_query p
          GROUP BY GROUPING SETS ((p.task_type), ())
          ORDER BY grouping(p.task_type), 1;
-    END;
+END $$;
 
 COMMENT ON FUNCTION fb_eval_ann(integer, integer) IS
     'Recall of the ANN stage against exact search: for sample random active notes (their embeddings as queries), '

@@ -177,6 +177,22 @@ COMMENT ON VIEW feedback_active_notes IS
     'of, with their vector of the active model (NULL until re-embedded when another model computed it). Retrieval '
     'reads the same notes, so it never returns another tenant''s note nor a pending one.';
 
+-- A pg_feedback setting's value. The settings exist once the library is loaded, which the first call of one of its
+-- C functions does: without shared_preload_libraries a session whose first call is a SQL function reading a
+-- setting (fb_eval, fb_eval_ann, fb_approve) would otherwise fail with "unrecognized configuration parameter".
+CREATE FUNCTION _fb_setting(name text) RETURNS text
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    IF current_setting(name, true) IS NULL THEN
+        PERFORM fb_rerank_model();   -- loads the library, which defines its settings
+    END IF;
+    RETURN current_setting(name);
+END $$;
+COMMENT ON FUNCTION _fb_setting(text) IS
+    'Internal: current_setting of a pg_feedback setting, loading the library first if this session has not yet.';
+
 -- The vector column (slot) holding a model's vectors (default: the active model) and the model's key; NULL
 -- column when no slot holds that model.
 CREATE FUNCTION _fb_vector_column(model text, OUT key text, OUT vec text)
@@ -222,7 +238,7 @@ CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode 
     SET hnsw.ef_search = 400
     AS $$
 DECLARE
-    exact_limit integer := current_setting('pg_feedback.exact_scan_limit')::integer;
+    exact_limit integer := _fb_setting('pg_feedback.exact_scan_limit')::integer;
     tenants text[] := CASE WHEN scoped THEN ARRAY[p_tenant] ELSE _fb_my_tenants() END;
     key text;
     vec text;
@@ -425,9 +441,11 @@ CREATE UNLOGGED TABLE feedback_pending_reports (
     ord           bigint GENERATED ALWAYS AS IDENTITY,
     content_hash  text NOT NULL,
     tenant        text,
+    task_type     text NOT NULL,
     wrong_answer  text NOT NULL,
     source        text
 );
+CREATE INDEX feedback_pending_reports_xid_idx ON feedback_pending_reports (xid);
 COMMENT ON TABLE feedback_pending_reports IS
     'Internal: re-submissions of stored notes seen by the insert trigger of the current statement, counted by its '
     'AFTER trigger (transaction-local rows, never visible to users).';
@@ -436,12 +454,17 @@ COMMENT ON TABLE feedback_pending_reports IS
 -- DEFINER because writers have no UPDATE right; it cleans the note itself, so calling it directly can do no more
 -- than submitting. Returns the cleaned note when none is stored yet (the insert trigger stores it), NULL when the
 -- note is stored: the report is then counted by the statement's AFTER trigger (feedback_pending_reports). The note
--- is cleaned once per row.
+-- is cleaned once per row; the source is kept as it will be stored (redacted; NULL: keep the stored one). Only the
+-- insert trigger may call it: a report noted outside a statement would never be counted.
 CREATE FUNCTION _fb_resubmit(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 BEGIN
+    IF pg_trigger_depth() = 0 THEN
+        RAISE EXCEPTION '_fb_resubmit is called by the insert trigger of feedback_notes only'
+            USING ERRCODE = 'insufficient_privilege', HINT = 'Submit notes with INSERT, COPY or fb_ingest.';
+    END IF;
     n := _fb_cleaned(n);
     IF NOT _fb_tenant_allowed(n.tenant) THEN
         RETURN n;   -- the insert goes on and is refused by its tenant check
@@ -450,8 +473,9 @@ BEGIN
                     WHERE f.content_hash = n.content_hash AND f.tenant IS NOT DISTINCT FROM n.tenant) THEN
         RETURN n;
     END IF;
-    INSERT INTO feedback_pending_reports (content_hash, tenant, wrong_answer, source)
-    VALUES (n.content_hash, n.tenant, coalesce(n.wrong_answer, ''), n.source);
+    INSERT INTO feedback_pending_reports (content_hash, tenant, task_type, wrong_answer, source)
+    VALUES (n.content_hash, n.tenant, n.task_type, coalesce(n.wrong_answer, ''),
+            CASE WHEN n.source IS NULL OR _fb_normalize(n.source) <> '' THEN _fb_source(n.source) END);
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
@@ -475,21 +499,31 @@ BEGIN
     FOR rep IN
         SELECT p.content_hash, p.tenant, count(*) AS reports,
                (array_agg(p.wrong_answer ORDER BY p.ord DESC) FILTER (WHERE p.wrong_answer <> ''))[1] AS wrong_answer,
-               (array_agg(p.source ORDER BY p.ord DESC) FILTER (WHERE _fb_normalize(p.source) <> ''))[1] AS source
+               (array_agg(p.source ORDER BY p.ord DESC) FILTER (WHERE p.source IS NOT NULL))[1] AS source
           FROM feedback_pending_reports p
          WHERE p.xid = pg_current_xact_id()
          GROUP BY p.content_hash, p.tenant
          ORDER BY p.content_hash
     LOOP
+        -- The stored note, or, if a reviewer's approval merged it away since the row trigger saw it, the note it
+        -- was merged into (same tenant and task_type, so under the same lock).
         UPDATE feedback_notes f
            SET wrong_answer = CASE WHEN f.status = 'purged' THEN f.wrong_answer
                                    ELSE coalesce(rep.wrong_answer, f.wrong_answer) END,
-               source = CASE WHEN f.status = 'purged' OR rep.source IS NULL THEN f.source
-                             ELSE _fb_source(rep.source) END,
+               source = CASE WHEN f.status = 'purged' THEN f.source ELSE coalesce(rep.source, f.source) END,
                updated_at = now(),
                report_count = f.report_count + rep.reports
-         WHERE f.content_hash = rep.content_hash AND f.tenant IS NOT DISTINCT FROM rep.tenant
+         WHERE f.id = coalesce(
+                   (SELECT s.id FROM feedback_notes s
+                     WHERE s.content_hash = rep.content_hash AND s.tenant IS NOT DISTINCT FROM rep.tenant),
+                   (SELECT m.into_id FROM feedback_note_merges m
+                     WHERE m.merged_hash = rep.content_hash ORDER BY m.merged_at DESC LIMIT 1))
         RETURNING f.id, f.status INTO stored;
+        IF NOT FOUND THEN
+            -- Edited into other content by its owner meanwhile: never drop a report silently.
+            RAISE EXCEPTION 'the note re-submitted by this statement changed while the statement ran'
+                USING ERRCODE = 'serialization_failure', HINT = 'Retry the statement.';
+        END IF;
         counted := counted + rep.reports;
         IF stored.status <> 'active' THEN
             RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', stored.id,
@@ -510,8 +544,35 @@ COMMENT ON FUNCTION _fb_count_reports() IS
 -- Takes the near-duplicate lock of each (tenant, task_type) ('' for shared notes), creating it if need be, in one
 -- sorted order, until the end of the transaction. The lock row is also written, not only locked: a REPEATABLE READ
 -- or SERIALIZABLE transaction whose snapshot predates another one's ingest into the same (tenant, task_type) then
--- fails to take it (serialization_failure, retry) instead of checking against notes it cannot see.
+-- fails to take it (serialization_failure, retry) instead of checking against notes it cannot see. Only there is
+-- the failure caught to add a hint (a subtransaction): READ COMMITTED ingests, the common case, open none.
 CREATE FUNCTION _fb_lock_dedup(tenants text[], task_types text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    IF current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN
+        PERFORM _fb_take_dedup_locks(tenants, task_types);
+        RETURN;
+    END IF;
+    BEGIN
+        PERFORM _fb_take_dedup_locks(tenants, task_types);
+    EXCEPTION WHEN serialization_failure THEN
+        RAISE EXCEPTION 'could not check for near-duplicates: another transaction stored notes of the same '
+                        'task_type after this transaction''s snapshot was taken'
+            USING ERRCODE = 'serialization_failure',
+                  DETAIL = format('Transaction isolation is %s. %s', current_setting('transaction_isolation'),
+                                  SQLERRM),
+                  HINT = 'Retry the transaction. Under REPEATABLE READ and SERIALIZABLE a near-duplicate check '
+                         'cannot see notes committed after the snapshot, so it fails rather than store a '
+                         'duplicate; under READ COMMITTED concurrent ingests wait for each other instead.';
+    END;
+END $$;
+COMMENT ON FUNCTION _fb_lock_dedup(text[], text[]) IS
+    'Internal: takes the near-duplicate locks of (tenant, task_type) pairs in sorted order until the end of the '
+    'transaction (serialization_failure with a hint when a newer ingest is invisible to this snapshot).';
+
+CREATE FUNCTION _fb_take_dedup_locks(tenants text[], task_types text[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
@@ -528,18 +589,9 @@ BEGIN
     UPDATE feedback_dedup_locks l SET task_type = l.task_type
       FROM (SELECT DISTINCT * FROM unnest(tenants, task_types) AS k(tenant, task_type)) k
      WHERE l.tenant = k.tenant AND l.task_type = k.task_type;
-EXCEPTION WHEN serialization_failure THEN
-    RAISE EXCEPTION 'could not check for near-duplicates: another transaction stored notes of the same task_type '
-                    'after this transaction''s snapshot was taken'
-        USING ERRCODE = 'serialization_failure',
-              DETAIL = format('Transaction isolation is %s.', current_setting('transaction_isolation')),
-              HINT = 'Retry the transaction. Under REPEATABLE READ and SERIALIZABLE a near-duplicate check cannot '
-                     'see notes committed after the snapshot, so it fails rather than store a duplicate; under '
-                     'READ COMMITTED concurrent ingests wait for each other instead.';
 END $$;
-COMMENT ON FUNCTION _fb_lock_dedup(text[], text[]) IS
-    'Internal: takes the near-duplicate locks of (tenant, task_type) pairs in sorted order until the end of the '
-    'transaction (serialization_failure with a hint when a newer ingest is invisible to this snapshot).';
+COMMENT ON FUNCTION _fb_take_dedup_locks(text[], text[]) IS
+    'Internal: the locking and writing of _fb_lock_dedup, without its error handling.';
 
 -- BEFORE INSERT, per row, as the inserting role: the server sets every field the client must not choose. A row
 -- that comes back from a dump (see _fb_restoring) is kept as sent.
@@ -672,9 +724,7 @@ BEGIN
        FROM (SELECT coalesce(i.tenant, '') AS tenant, i.task_type FROM inserted_notes i
               WHERE i.id = ANY (new_ids) AND i.status = 'active'
              UNION
-             SELECT coalesce(f.tenant, ''), f.task_type
-               FROM feedback_pending_reports p
-               JOIN feedback_notes f ON f.content_hash = p.content_hash AND f.tenant IS NOT DISTINCT FROM p.tenant
+             SELECT coalesce(p.tenant, ''), p.task_type FROM feedback_pending_reports p
               WHERE p.xid = pg_current_xact_id()) k
     HAVING count(*) > 0;
     PERFORM _fb_count_reports();
@@ -707,7 +757,7 @@ CREATE FUNCTION _fb_merge_near_duplicates(ids bigint[]) RETURNS integer
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
-    threshold double precision := current_setting('pg_feedback.dup_threshold')::double precision;
+    threshold double precision := _fb_setting('pg_feedback.dup_threshold')::double precision;
     model text;
     slot smallint;
     r record;
@@ -867,23 +917,22 @@ BEGIN
     -- RETURNING lists the rows this INSERT really added: a re-submission of a stored note is turned into a
     -- counted report by the insert trigger and is not returned. Two sessions inserting the same new note at once
     -- meet at the content hash: the loser's whole INSERT is rolled back to its savepoint and run again, and then
-    -- finds the winner's row and counts a report on it. Rows go in in content-hash order, so two batches that
-    -- share several new notes meet at the first of them and never deadlock at the content-hash index.
+    -- finds the winner's row and counts a report on it. Rows go in in content order, so two batches that share
+    -- several new notes meet at the first of them and never deadlock at the content-hash index.
     FOR attempt IN 1..3 LOOP
         BEGIN
             WITH ins AS (
                 INSERT INTO feedback_notes AS f (task_type, wrong_answer, correction, lesson, source, tenant)
                 SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, n.source, fb_ingest_batch.tenant
                   FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
-                 ORDER BY fb_content_hash(n.task_type, fb_redact(n.lesson), fb_redact(n.correction),
-                                          fb_ingest_batch.tenant), ord
+                 ORDER BY fb_content_hash(n.task_type, n.lesson, n.correction, fb_ingest_batch.tenant), ord
                 RETURNING f.content_hash)
             SELECT coalesce(array_agg(ins.content_hash), '{}') INTO inserted FROM ins;
             EXIT;
         EXCEPTION WHEN unique_violation THEN
             -- Under REPEATABLE READ and SERIALIZABLE the winner's row stays invisible to this snapshot: running
             -- the INSERT again would fail the same way.
-            IF current_setting('transaction_isolation') <> 'read committed' THEN
+            IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
                 RAISE EXCEPTION 'could not store the note: another transaction stored the same content after this '
                                 'transaction''s snapshot was taken'
                     USING ERRCODE = 'serialization_failure',

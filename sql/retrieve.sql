@@ -46,24 +46,24 @@ CREATE FUNCTION _fb_settings(p_task_type text, p_model text)
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, @extschema@, pg_temp
     BEGIN ATOMIC
-        SELECT coalesce(t.rerank, d.rerank, true) AND current_setting('pg_feedback.rerank')::boolean,
-               coalesce(t.rerank_floor, d.rerank_floor, current_setting('pg_feedback.rerank_floor')::real),
-               nullif(coalesce(t.relative_cut, d.relative_cut, current_setting('pg_feedback.relative_cut')::real), -1),
-               coalesce(t.max_notes, d.max_notes, current_setting('pg_feedback.max_notes')::integer),
-               coalesce(t.cosine_floor, d.cosine_floor, current_setting('pg_feedback.cosine_floor')::real),
+        SELECT coalesce(t.rerank, d.rerank, true) AND _fb_setting('pg_feedback.rerank')::boolean,
+               coalesce(t.rerank_floor, d.rerank_floor, _fb_setting('pg_feedback.rerank_floor')::real),
+               nullif(coalesce(t.relative_cut, d.relative_cut, _fb_setting('pg_feedback.relative_cut')::real), -1),
+               coalesce(t.max_notes, d.max_notes, _fb_setting('pg_feedback.max_notes')::integer),
+               coalesce(t.cosine_floor, d.cosine_floor, _fb_setting('pg_feedback.cosine_floor')::real),
                nullif(coalesce(t.cosine_relative_cut, d.cosine_relative_cut,
-                               current_setting('pg_feedback.cosine_relative_cut')::real), -1),
-               coalesce(t.cosine_max_notes, d.cosine_max_notes, current_setting('pg_feedback.max_notes')::integer),
-               current_setting('pg_feedback.selective_rerank')::boolean,
-               coalesce(t.rerank_max_pairs, d.rerank_max_pairs, current_setting('pg_feedback.rerank_max_pairs')::integer),
-               coalesce(t.rerank_min_cosine, d.rerank_min_cosine, current_setting('pg_feedback.rerank_min_cosine')::real),
-               coalesce(t.rerank_cosine_gap, d.rerank_cosine_gap, current_setting('pg_feedback.rerank_cosine_gap')::real),
-               current_setting('pg_feedback.rerank_stage')::integer,
-               coalesce(t.rerank_decided, d.rerank_decided, current_setting('pg_feedback.rerank_decided')::real),
+                               _fb_setting('pg_feedback.cosine_relative_cut')::real), -1),
+               coalesce(t.cosine_max_notes, d.cosine_max_notes, _fb_setting('pg_feedback.max_notes')::integer),
+               _fb_setting('pg_feedback.selective_rerank')::boolean,
+               coalesce(t.rerank_max_pairs, d.rerank_max_pairs, _fb_setting('pg_feedback.rerank_max_pairs')::integer),
+               coalesce(t.rerank_min_cosine, d.rerank_min_cosine, _fb_setting('pg_feedback.rerank_min_cosine')::real),
+               coalesce(t.rerank_cosine_gap, d.rerank_cosine_gap, _fb_setting('pg_feedback.rerank_cosine_gap')::real),
+               _fb_setting('pg_feedback.rerank_stage')::integer,
+               coalesce(t.rerank_decided, d.rerank_decided, _fb_setting('pg_feedback.rerank_decided')::real),
                coalesce(t.rerank_decided_gap, d.rerank_decided_gap,
-                        current_setting('pg_feedback.rerank_decided_gap')::real),
-               coalesce(t.rerank_tie_margin, d.rerank_tie_margin, current_setting('pg_feedback.rerank_tie_margin')::real),
-               coalesce(t.cosine_tie_margin, d.cosine_tie_margin, current_setting('pg_feedback.tie_margin')::real)
+                        _fb_setting('pg_feedback.rerank_decided_gap')::real),
+               coalesce(t.rerank_tie_margin, d.rerank_tie_margin, _fb_setting('pg_feedback.rerank_tie_margin')::real),
+               coalesce(t.cosine_tie_margin, d.cosine_tie_margin, _fb_setting('pg_feedback.tie_margin')::real)
           FROM (VALUES (1)) AS one (x)
           LEFT JOIN feedback_retrieval_settings t
                  ON t.task_type = p_task_type AND (t.embedding_model IS NULL OR t.embedding_model = p_model)
@@ -115,7 +115,7 @@ CREATE FUNCTION _fb_log_retrieval(query text, task_type text, note_ids bigint[],
 DECLARE
     rid bigint;
 BEGIN
-    IF NOT current_setting('pg_feedback.log_retrievals')::boolean OR pg_is_in_recovery()
+    IF NOT _fb_setting('pg_feedback.log_retrievals')::boolean OR pg_is_in_recovery()
        OR current_setting('transaction_read_only')::boolean THEN
         RETURN NULL;
     END IF;
@@ -152,9 +152,9 @@ CREATE FUNCTION _fb_first_stage(query text, q vector(384), p_task_type text, can
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         WITH settings AS (
-            SELECT current_setting('pg_feedback.hybrid')::boolean AS hybrid,
-                   current_setting('pg_feedback.hybrid_candidates')::integer AS lexical_k,
-                   current_setting('pg_feedback.rrf_k')::integer AS rrf_k
+            SELECT _fb_setting('pg_feedback.hybrid')::boolean AS hybrid,
+                   _fb_setting('pg_feedback.hybrid_candidates')::integer AS lexical_k,
+                   _fb_setting('pg_feedback.rrf_k')::integer AS rrf_k
         ), dense AS (
             SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
                    row_number() OVER (ORDER BY c.distance, c.id) AS r
@@ -210,13 +210,20 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'final_k is how many notes to return at most (NULL: the calibrated max_notes).';
     END IF;
-    IF query IS NULL OR task_type IS NULL THEN
+    -- Nothing is asked: no note applies (an empty question's vector would still be near some note).
+    IF query IS NULL OR task_type IS NULL OR _fb_normalize(query) = '' THEN
         RETURN;
     END IF;
     -- Embedded in its own step, through the backend's query cache; first, so that the library is loaded and its
     -- settings defined before they are read. Only notes embedded by the same model are compared with it.
     key := _fb_resolve_model(model);
     q := (fb_embed_batch(ARRAY[query], true, key))[1];
+    IF model IS NOT NULL AND _fb_slot_of(key) IS NULL THEN
+        RAISE EXCEPTION 'no note is embedded with model "%"', model
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('CALL fb_reembed(%L) (superuser) embeds the notes with it first; SELECT * FROM '
+                                'feedback_embedding_slots shows which models hold vectors.', model);
+    END IF;
     tt := _fb_task_type(fb_retrieve.task_type);
     SELECT * INTO s FROM _fb_settings(tt, key);
     use_rerank := coalesce(rerank, s.rerank) AND fb_rerank_model() <> '';
@@ -244,7 +251,7 @@ BEGIN
                                      s.cosine_tie_margin, least(coalesce(final_k, s.cosine_max_notes), candidate_k));
         END IF;
     END IF;
-    IF current_setting('pg_feedback.log_retrievals')::boolean THEN
+    IF _fb_setting('pg_feedback.log_retrievals')::boolean THEN
         rid := _fb_log_retrieval(query, tt, ARRAY(SELECT cand.ids[i] FROM unnest(picked) AS i),
                                  ARRAY(SELECT scores[i] FROM unnest(picked) AS i),
                                  CASE WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END, key,
@@ -278,15 +285,16 @@ CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT c.id, c.lesson, (1 - c.distance)::real,
-               1 - c.distance >= current_setting('pg_feedback.dup_threshold')::double precision
-                   AND current_setting('pg_feedback.dup_threshold')::double precision < 1
+               1 - c.distance >= _fb_setting('pg_feedback.dup_threshold')::double precision
+                   AND _fb_setting('pg_feedback.dup_threshold')::double precision < 1
           FROM _fb_candidates(fb_embed(fb_document_text(fb_find_duplicate.task_type, fb_find_duplicate.lesson)),
-                              _fb_task_type(fb_find_duplicate.task_type), 1) c;
+                              _fb_task_type(fb_find_duplicate.task_type), 1) c
+         WHERE _fb_normalize(fb_find_duplicate.lesson) <> '';
     END;
 
 COMMENT ON FUNCTION fb_find_duplicate(text, text) IS
     'The active note of the task_type nearest to a lesson (active model), its cosine similarity, and whether ingesting the lesson '
-    'would merge into it (similarity >= pg_feedback.dup_threshold).';
+    'would merge into it (similarity >= pg_feedback.dup_threshold). No row for a NULL or blank lesson.';
 
 CREATE FUNCTION fb_build_prompt(query text, task_type text,
                                 base_instructions text DEFAULT

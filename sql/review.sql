@@ -49,6 +49,9 @@ CREATE FUNCTION fb_approve(note_id bigint, reason text DEFAULT NULL) RETURNS boo
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 BEGIN
+    -- The note's near-duplicate lock before its row, in the order ingests take them (see _fb_lock_dedup).
+    PERFORM _fb_lock_dedup(ARRAY[coalesce(f.tenant, '')], ARRAY[f.task_type])
+       FROM feedback_notes f WHERE f.id = note_id AND f.status IN ('pending', 'rejected');
     IF NOT _fb_set_status(note_id, '{pending,rejected}', 'active', 'approve', fb_redact(reason)) THEN
         RETURN false;
     END IF;

@@ -59,7 +59,7 @@ GRANT EXECUTE ON FUNCTION
     fb_screen(text), fb_redact(text),
     _fb_embed_with(text, text[], boolean), _fb_model_key(text), _fb_default_model(), _fb_installed_models(),
     _fb_active(), _fb_active_slot(), _fb_active_model(), _fb_slot_of(text), _fb_resolve_model(text),
-    _fb_normalize(text),
+    _fb_normalize(text), _fb_setting(text),
     _fb_vector(feedback_notes, smallint), _fb_has_vector(feedback_notes, smallint, text),
     _fb_candidates(vector, text, integer, text, text, boolean, text),
     _fb_lexical_candidates(vector, tsquery, text, integer, text), _fb_search_terms(text),

@@ -18,6 +18,10 @@ pub enum FbError {
     /// An input larger than a configured limit (pg_feedback.max_input_bytes).
     #[error("{message}")]
     LimitExceeded { message: String, hint: String },
+
+    /// Something the call needs is switched off (e.g. no cross-encoder configured).
+    #[error("{message}")]
+    NotConfigured { message: String, hint: String },
 }
 
 impl FbError {
@@ -44,6 +48,7 @@ impl FbError {
             },
             FbError::InvalidArgument { .. } => ERRCODE_INVALID_PARAMETER_VALUE,
             FbError::LimitExceeded { .. } => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            FbError::NotConfigured { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         }
     }
 
@@ -57,8 +62,9 @@ impl FbError {
                     format!("Set {setting} to one of the models installed in pg_feedback.model_dir (see fb_models()).")
                 }
                 ModelError::Manifest { .. } | ModelError::Checksum { .. } | ModelError::Io { .. } => format!(
-                    "The files of the model named by {setting} are damaged or incomplete: reinstall them \
-                     (make setup), or point pg_feedback.model_dir at an intact copy."
+                    "The files of the model named by {setting} are damaged, incomplete or unreadable by the \
+                     server's OS user: reinstall them (make setup), fix their permissions, or point \
+                     pg_feedback.model_dir at an intact copy."
                 ),
                 ModelError::WrongDimensions { .. } => {
                     format!("Set {setting} to a model that produces {}-wide vectors.", crate::gucs::DIMENSIONS)
@@ -81,7 +87,9 @@ impl FbError {
                     SET pg_feedback.inference = backend (superuser) runs models in this session instead."
                     .into(),
             },
-            FbError::InvalidArgument { hint, .. } | FbError::LimitExceeded { hint, .. } => hint.clone(),
+            FbError::InvalidArgument { hint, .. }
+            | FbError::LimitExceeded { hint, .. }
+            | FbError::NotConfigured { hint, .. } => hint.clone(),
         }
     }
 

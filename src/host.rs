@@ -82,6 +82,13 @@ pub fn query_cache_stats() -> (usize, u64, u64) {
 /// Cross-encoder scores of `passages` against `query`, in input order, in runs bounded like embedding runs;
 /// cancellable between model runs.
 pub fn rerank(query: &str, passages: &[&str]) -> Vec<f32> {
+    if gucs::rerank_model().is_empty() {
+        FbError::NotConfigured {
+            message: "no cross-encoder is configured (pg_feedback.rerank_model is empty)".into(),
+            hint: "Set pg_feedback.rerank_model (superuser) to an installed cross-encoder (see fb_models()).".into(),
+        }
+        .report();
+    }
     check_size("query", query);
     passages.iter().for_each(|p| check_size("passage", p));
     try_run("pg_feedback.rerank_model", gucs::rerank_model(), |host, cfg, model| {

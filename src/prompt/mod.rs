@@ -14,15 +14,19 @@ fn _fb_build_prompt(
     instructions: Option<&str>,
     lessons: Array<&str>,
     corrections: Array<&str>,
-    max_context_tokens: i32,
+    max_context_tokens: Option<i32>,
 ) -> String {
-    if max_context_tokens < 1 {
-        FbError::invalid_argument(
-            format!("max_context_tokens must be positive, not {max_context_tokens}"),
+    let max_context_tokens = match max_context_tokens {
+        Some(n) if n >= 1 => n,
+        n => FbError::invalid_argument(
+            format!(
+                "max_context_tokens must be positive, not {}",
+                n.map_or_else(|| "NULL".to_string(), |n| n.to_string())
+            ),
             "It is the token budget of the prior-corrections block, e.g. 800.",
         )
-        .report();
-    }
+        .report(),
+    };
     let notes: Vec<PromptNote> = lessons
         .iter()
         .zip(corrections.iter())

@@ -239,7 +239,7 @@ def test_16_writers_ingest_10000_notes_while_4_sessions_retrieve():
             if not one(su, "SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,)):
                 su.execute(f"CREATE ROLE {role} LOGIN")
             su.execute(f"GRANT {group} TO {role}")
-        threshold = float(one(su, "SHOW pg_feedback.dup_threshold"))
+        threshold = float(one(su, "SELECT _fb_setting('pg_feedback.dup_threshold')"))   # loads the library if need be
     subs = workload()
     modes = ["insert", "copy", "fb_ingest"]
     batch_size = {"insert": 25, "copy": 100, "fb_ingest": 1}

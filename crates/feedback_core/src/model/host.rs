@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use super::encoder::{CrossEncoder, Embedder, RunLimits, SessionOptions, TextRole};
 use super::error::{ModelError, Result};
+use super::manifest::Manifest;
 use super::pin::{model_key, parse_model};
 use super::runtime;
 
@@ -146,6 +147,14 @@ impl LocalHost {
     pub fn embedder(&mut self, cfg: &HostConfig, model: &str) -> Result<&mut Embedder> {
         let (name, pinned) = parse_model(model)?;
         let embedder = cached(&mut self.embedders, key(cfg, name, self.cpu_arena)?, |k| {
+            // Files replaced under the pinned name are refused before their graph is parsed: the new graph may
+            // not even load, and that would hide what happened.
+            if pinned {
+                let installed = model_key(name, &Manifest::read(&k.dir)?);
+                if installed != model {
+                    return Err(ModelError::Changed { pinned: model.to_string(), installed });
+                }
+            }
             Embedder::load(&runtime::environment(&cfg.runtime_library)?, &k.dir, k.options, cfg.dimensions)
         })?;
         let loaded = model_key(name, embedder.manifest());

@@ -79,9 +79,14 @@ impl Manifest {
     /// Reads and checks `<dir>/manifest.json` (structure only; see [`Manifest::read_verified`] for checksums).
     pub fn read(dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
-        if !path.is_file() {
-            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            return Err(ModelError::NotFound { name, dir: dir.to_path_buf() });
+        match fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => {}
+            // A folder the server may not read is not a missing model: say why it cannot be read.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(io_error(&path, e)),
+            _ => {
+                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                return Err(ModelError::NotFound { name, dir: dir.to_path_buf() });
+            }
         }
         let text = fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
         let manifest: Manifest = serde_json::from_str(&text)
