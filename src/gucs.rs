@@ -59,7 +59,7 @@ static RERANK_FLOOR: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_RERANK_FLO
 static COSINE_FLOOR: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_COSINE_FLOOR);
 static TIE_MARGIN: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static DUP_THRESHOLD: GucSetting<f64> = GucSetting::<f64>::new(0.92);
-static EXACT_SCAN_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(5000);
+static EXACT_SCAN_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(20000);
 
 /// fb_calibrate() on the tune split of the project's golden questions (see README, "Calibration").
 pub const DEFAULT_RERANK_FLOOR: f64 = -5.75;

@@ -343,6 +343,7 @@ def test_tenants_never_see_each_other_on_the_exact_and_the_hnsw_path():
     for user, own, other in [(ALICE, TEAM_A, TEAM_B), (BOB, TEAM_B, TEAM_A)]:
         with connect(user) as c:
             c.execute("SET pg_feedback.cosine_relative_cut = -1")   # every candidate above min_score comes back
+            c.execute("SET pg_feedback.exact_scan_limit = 5000")
             visible = one(c, "SELECT count(*) FROM feedback_active_notes WHERE task_type = 'tenant_scan'")
             assert visible == 6000, visible        # own + shared: above exact_scan_limit (5000), so auto is ANN
             seen = set()
