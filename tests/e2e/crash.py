@@ -18,7 +18,7 @@ import time
 
 import psycopg
 
-from harness import connect as _connect, fresh_database, one, run_tests
+from harness import wait_until, connect as _connect, fresh_database, one, run_tests
 
 PORT = int(sys.argv[1])
 PG_BIN = sys.argv[2]
@@ -55,16 +55,6 @@ STATE = {}   # what one test leaves for the next
 
 def connect(autocommit=True, **kwargs):
     return _connect(PORT, DB, autocommit=autocommit, **kwargs)
-
-
-def wait_until(check, what, seconds):
-    deadline = time.monotonic() + seconds
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out after {seconds} s waiting for {what}"
-        time.sleep(0.1)
 
 
 # Distinct notes from a few word lists. They are alike, so the sessions that store them set dup_threshold = 1.

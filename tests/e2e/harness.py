@@ -1,6 +1,7 @@
 """Shared by the end-to-end scripts: connections to the test server and a tiny test runner (TAP-like lines)."""
 
 import sys
+import time
 
 import psycopg
 
@@ -13,6 +14,17 @@ def one(conn, sql, params=None):
     """The single value of a one-column row, the row itself when it has several columns, or None."""
     row = conn.execute(sql, params).fetchone()
     return row[0] if row is not None and len(row) == 1 else row
+
+
+def wait_until(check, what, seconds):
+    """check()'s first truthy value, polled every 0.1 s; fails after seconds."""
+    deadline = time.monotonic() + seconds
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out after {seconds} s waiting for {what}"
+        time.sleep(0.1)
 
 
 def fresh_database(port, db):

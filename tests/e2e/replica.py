@@ -21,7 +21,7 @@ import time
 
 import psycopg
 
-from harness import connect as _connect, fresh_database, one, run_tests
+from harness import wait_until, connect as _connect, fresh_database, one, run_tests
 
 PORT = int(sys.argv[1])
 PG_BIN = sys.argv[2]
@@ -74,16 +74,6 @@ def primary(db=DB, **kwargs):
 
 def standby(db=DB, **kwargs):
     return _connect(STANDBY_PORT, db, **kwargs)
-
-
-def wait_until(check, what, seconds):
-    deadline = time.monotonic() + seconds
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out after {seconds} s waiting for {what}"
-        time.sleep(0.1)
 
 
 def close(a, b):
