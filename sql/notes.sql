@@ -215,7 +215,7 @@ CREATE FUNCTION _fb_candidate_filter(vec text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, pg_temp
     RETURN format('f.status = ''active'' AND f.%I = $3 AND f.%I IS NOT NULL '
-                  'AND CASE WHEN $4 THEN f.tenant IS NOT DISTINCT FROM $5 '
+                  'AND CASE WHEN $4 THEN (f.tenant = $5 OR (f.tenant IS NULL AND $5 IS NULL)) '
                   'ELSE f.tenant IS NULL OR f.tenant = ANY ($6) END', vec || '_model', vec);
 COMMENT ON FUNCTION _fb_candidate_filter(text) IS
     'Internal: the condition every candidate search applies (active, embedded by the model in that slot, a '
@@ -260,7 +260,7 @@ BEGIN
     IF mode = 'auto' THEN
         EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = $2 AND %s '
                        'LIMIT $7) s', filter)
-           INTO n USING q, p_task_type, key, scoped, p_tenant, tenants, exact_limit + 1;
+           INTO n USING q, p_task_type, key, scoped, p_tenant, tenants, exact_limit::bigint + 1;
         mode := CASE WHEN n <= exact_limit THEN 'exact' ELSE 'ann' END;
     ELSIF mode NOT IN ('exact', 'ann') THEN
         RAISE EXCEPTION 'unknown candidate search mode "%"', mode

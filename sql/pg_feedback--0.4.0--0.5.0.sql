@@ -140,6 +140,13 @@ END $$;
 COMMENT ON FUNCTION _fb_take_dedup_locks(text[], text[]) IS
     'Internal: the locking and writing of _fb_lock_dedup, without its error handling.';
 
+CREATE OR REPLACE FUNCTION _fb_candidate_filter(vec text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    RETURN format('f.status = ''active'' AND f.%I = $3 AND f.%I IS NOT NULL '
+                  'AND CASE WHEN $4 THEN (f.tenant = $5 OR (f.tenant IS NULL AND $5 IS NULL)) '
+                  'ELSE f.tenant IS NULL OR f.tenant = ANY ($6) END', vec || '_model', vec);
+
 CREATE OR REPLACE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto',
                                p_tenant text DEFAULT NULL, scoped boolean DEFAULT false, model text DEFAULT NULL)
     RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz)
@@ -171,7 +178,7 @@ BEGIN
     IF mode = 'auto' THEN
         EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = $2 AND %s '
                        'LIMIT $7) s', filter)
-           INTO n USING q, p_task_type, key, scoped, p_tenant, tenants, exact_limit + 1;
+           INTO n USING q, p_task_type, key, scoped, p_tenant, tenants, exact_limit::bigint + 1;
         mode := CASE WHEN n <= exact_limit THEN 'exact' ELSE 'ann' END;
     ELSIF mode NOT IN ('exact', 'ann') THEN
         RAISE EXCEPTION 'unknown candidate search mode "%"', mode

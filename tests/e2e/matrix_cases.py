@@ -426,6 +426,9 @@ add(case("retrieve_final_k_1000", "limits",
          "min_score => -100)", PROBE,
          note="at most rerank_max_pairs (3) candidates are scored, so the probe's rows"))
 add(case("retrieve_min_score_unreachable", "limits", R.format(f"{QL}, {TTL}, min_score => 1000"), NO_ROWS))
+for limit in ("0", "2147483647"):   # always HNSW; always exact (the setting's own maximum)
+    add(case(f"retrieve_exact_scan_limit_{limit}", "limits", PROBE_SQL, PROBE,
+             setup=[f"SET pg_feedback.exact_scan_limit = {limit}"], teardown=["RESET pg_feedback.exact_scan_limit"]))
 for label, n in [("0", "0"), ("negative", "-1")]:
     add(case(f"build_prompt_max_tokens_{label}", "limits", f"SELECT fb_build_prompt({QL}, {TTL}, 'x', {n})",
              Err("22023")))
