@@ -6,6 +6,7 @@ fb_ingest while 4 sessions retrieve.
 Run by make test against the end-to-end server: python tests/e2e/concurrent_ingest.py PORT
 """
 
+import functools
 import random
 import re
 import statistics
@@ -190,6 +191,7 @@ def documented(e):
     return e.sqlstate == "23505" or (e.sqlstate == "40P01" and "feedback_notes_content_hash_key" in str(e))
 
 
+@functools.lru_cache(maxsize=1)
 def vocabulary():
     root = Path(__file__).resolve().parents[2]
     words = set()
