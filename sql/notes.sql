@@ -158,24 +158,45 @@ COMMENT ON FUNCTION _fb_lock_active_model() IS
     'Internal: the active slot and model, pinned if need be and share-locked until the end of the transaction.';
 
 -- What readers see of the notes: active notes of their tenants and shared ones, with the vector of the active
--- model. The view reads the table with its owner's rights and filters by the caller, so a reader needs no right
--- on feedback_notes itself; security_barrier keeps a caller's functions from seeing rows the filter drops.
--- (Row-level security on the table would make Postgres refuse COPY FROM for every writer.)
-CREATE VIEW feedback_active_notes WITH (security_barrier = true) AS
-SELECT n.id, n.task_type, n.tenant, n.lesson, n.correction,
-       -- Spelled out rather than _fb_has_vector/_fb_vector: a function with a SET clause is never inlined, and
-       -- two calls per row made the view 4x slower (96 instead of 22 ms over 10,000 notes).
-       CASE WHEN a.slot = 1 AND n.embedding_model = a.model THEN n.embedding
-            WHEN a.slot = 2 AND n.embedding_alt_model = a.model THEN n.embedding_alt END AS embedding,
-       a.model AS embedding_model, n.source, n.created_at, n.updated_at, n.report_count, n.content_hash
-  FROM feedback_notes n
- CROSS JOIN _fb_active() a
- WHERE n.status = 'active'
-   AND (n.tenant IS NULL OR n.tenant = ANY ((SELECT _fb_my_tenants())::text[]));
+-- model. A set-returning function in PL/pgSQL filters by tenant before it returns a row: the planner cannot push a
+-- caller's qual (even a LEAKPROOF one, such as = or starts_with) below that filter, so neither EXPLAIN (ANALYZE)
+-- nor "Rows Removed by Filter" nor a caller's function sees another tenant's rows, not even their number. (A
+-- security_barrier view still lets leakproof quals run before its own filter; row-level security on the table
+-- would make Postgres refuse COPY FROM for every writer.) SECURITY DEFINER: readers need no right on
+-- feedback_notes.
+CREATE FUNCTION _fb_visible_notes()
+    RETURNS TABLE (id bigint, task_type text, tenant text, lesson text, correction text, embedding vector(384),
+                   embedding_model text, source text, created_at timestamptz, updated_at timestamptz,
+                   report_count integer, content_hash text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    tenants text[] := _fb_my_tenants();
+BEGIN
+    RETURN QUERY
+    SELECT n.id, n.task_type, n.tenant, n.lesson, n.correction,
+           -- Spelled out rather than _fb_vector: a function with a SET clause is never inlined.
+           CASE WHEN a.slot = 1 AND n.embedding_model = a.model THEN n.embedding
+                WHEN a.slot = 2 AND n.embedding_alt_model = a.model THEN n.embedding_alt END,
+           a.model, n.source, n.created_at, n.updated_at, n.report_count, n.content_hash
+      FROM feedback_notes n
+     CROSS JOIN _fb_active() a
+     WHERE n.status = 'active' AND (n.tenant IS NULL OR n.tenant = ANY (tenants));
+END $$;
+COMMENT ON FUNCTION _fb_visible_notes() IS
+    'Internal: the active notes the acting role may read (shared ones and its tenants''), filtered before any row '
+    'is returned; what feedback_active_notes shows.';
+
+CREATE VIEW feedback_active_notes AS
+SELECT v.id, v.task_type, v.tenant, v.lesson, v.correction, v.embedding, v.embedding_model, v.source, v.created_at,
+       v.updated_at, v.report_count, v.content_hash
+  FROM _fb_visible_notes() v;
 COMMENT ON VIEW feedback_active_notes IS
     'Active notes visible to the current user: shared ones (tenant NULL) and those of tenant roles it is a member '
-    'of, with their vector of the active model (NULL until re-embedded when another model computed it). Retrieval '
-    'reads the same notes, so it never returns another tenant''s note nor a pending one.';
+    'of, with their vector of the active model (NULL until re-embedded when another model computed it). Rows of '
+    'other tenants are filtered out before the caller''s conditions run, so no query or EXPLAIN over the view '
+    'learns anything of them. Retrieval reads the same notes.';
 
 -- A pg_feedback setting's value. The settings exist once the library is loaded, which the first call of one of its
 -- C functions does: without shared_preload_libraries a session whose first call is a SQL function reading a
@@ -402,8 +423,8 @@ CREATE TRIGGER feedback_audit_no_truncate BEFORE TRUNCATE ON feedback_audit
 -- Write path
 ------------------------------------------------------------------------------------------------------------------
 
--- A note with the server's cleaning applied (Rust, _fb_clean_note): blank or oversized fields refused, secrets
--- redacted, task_type and tenant normalised, content hashed from the redacted content (and tenant), lesson and
+-- A note with the server's cleaning applied (Rust, _fb_clean_note and _fb_redact_field): blank or oversized
+-- fields refused, secrets redacted (source too) and each kind recorded, task_type and tenant normalised, content hashed from the redacted content (and tenant), lesson and
 -- correction screened. Used by the insert and update triggers.
 CREATE FUNCTION _fb_cleaned(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql STABLE
@@ -411,26 +432,32 @@ CREATE FUNCTION _fb_cleaned(n feedback_notes) RETURNS feedback_notes
     AS $$
 DECLARE
     c record;
+    s record;
 BEGIN
     SELECT * INTO c FROM _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant);
+    SELECT * INTO s FROM _fb_redact_field(n.source);   -- NULL source: no row, s stays NULL
     n.content_hash := c.content_hash;
     n.task_type := c.task_type;
     n.wrong_answer := c.wrong_answer;
     n.correction := c.correction;
     n.lesson := c.lesson;
     n.screening := c.screening;
-    n.redactions := c.redactions;
     n.tenant := c.tenant;
+    n.source := s.text;
+    n.redactions := ARRAY(SELECT DISTINCT k FROM unnest(c.redactions || s.kinds) k WHERE k IS NOT NULL ORDER BY k);
     RETURN n;
 END $$;
 COMMENT ON FUNCTION _fb_cleaned(feedback_notes) IS 'Internal: a note as the server stores it (see _fb_clean_note).';
+COMMENT ON FUNCTION _fb_redact_field(text) IS
+    'Internal: one field (a note''s source) with secrets redacted, and the kinds of secret replaced.';
 
--- A source (provenance) as stored: redacted, whitespace normalised, 'review_ui' when blank.
+-- A cleaned note's source (provenance, already redacted by _fb_cleaned, which records its redactions) as
+-- stored: whitespace normalised, 'review_ui' when blank.
 CREATE FUNCTION _fb_source(source text) RETURNS text
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN coalesce(nullif(_fb_normalize(fb_redact(source)), ''), 'review_ui');
-COMMENT ON FUNCTION _fb_source(text) IS 'Internal: a source as stored (redacted, normalised, review_ui when blank).';
+    RETURN coalesce(nullif(_fb_normalize(source), ''), 'review_ui');
+COMMENT ON FUNCTION _fb_source(text) IS 'Internal: a cleaned source as stored (normalised, review_ui when blank).';
 
 -- Re-submissions of stored notes, noted by the insert trigger of each row and counted by the statement's AFTER
 -- trigger, which takes the near-duplicate locks first: every row lock on a stored note is then taken under the lock
@@ -535,7 +562,10 @@ BEGIN
                                  ELSE 'Its text was purged; it is never retrieved again.' END;
         END IF;
     END LOOP;
-    DELETE FROM feedback_pending_reports p WHERE p.xid = pg_current_xact_id();
+    -- This statement's reports, and any left by a transaction that has ended (none can be, as only the insert
+    -- trigger notes them, but a report never outlives its transaction).
+    DELETE FROM feedback_pending_reports p
+     WHERE p.xid = pg_current_xact_id() OR p.xid < pg_snapshot_xmin(pg_current_snapshot());
     RETURN counted;
 END $$;
 COMMENT ON FUNCTION _fb_count_reports() IS
@@ -593,10 +623,12 @@ END $$;
 COMMENT ON FUNCTION _fb_take_dedup_locks(text[], text[]) IS
     'Internal: the locking and writing of _fb_lock_dedup, without its error handling.';
 
--- BEFORE INSERT, per row, as the inserting role: the server sets every field the client must not choose. A row
--- that comes back from a dump (see _fb_restoring) is kept as sent.
+-- BEFORE INSERT, per row: the server sets every field the client must not choose. A row that comes back from a
+-- dump (see _fb_restoring) is kept as sent. SECURITY DEFINER, so that writers need EXECUTE on none of the internal
+-- functions it calls (the id counter, re-submission, cleaning): a trigger fires whatever the inserting role may
+-- execute. Every check still names the caller (_fb_actor).
 CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
@@ -696,9 +728,14 @@ BEGIN
     -- sequence after the rows), so a row written here would collide with one still to come. A reviewer cannot
     -- restore the audit trail, and its loads are audited.
     IF restored > 0 AND _fb_restoring('') = 'reviewer' THEN
-        INSERT INTO feedback_audit (actor, action, reason, detail)
-        VALUES (actor, 'restore', 'rows stored as sent by a reviewer (pg_feedback.restore_mode)',
-                jsonb_build_object('rows', restored));
+        -- One complete row per restored note: which note, its content hash and the status it came back with.
+        INSERT INTO feedback_audit (actor, action, note_id, content_hash, new_status, reason, detail)
+        SELECT actor, 'restore', i.id, i.content_hash, i.status,
+               'row stored as sent by a reviewer (pg_feedback.restore_mode)',
+               jsonb_build_object('rows', restored, 'created_by', i.created_by, 'source', i.source)
+          FROM inserted_notes i
+         WHERE NOT (i.embedding_model IS NULL AND i.embedding_alt_model IS NULL AND i.status IN ('active', 'pending'))
+         ORDER BY i.id;
     ELSIF restored > 0 THEN
         PERFORM setval('feedback_notes_id_seq', m)
            FROM (SELECT max(i.id) AS m FROM inserted_notes i) x
@@ -946,8 +983,9 @@ BEGIN
 
     RETURN QUERY
     WITH input AS (
-        -- The stored content hash: of the redacted text (the insert already refused blank or oversized fields).
-        SELECT n.ord, fb_content_hash(n.task_type, fb_redact(n.lesson), fb_redact(n.correction),
+        -- The stored content hash: of the redacted text, task_type too (the insert already refused blank or
+        -- oversized fields).
+        SELECT n.ord, fb_content_hash(fb_redact(n.task_type), fb_redact(n.lesson), fb_redact(n.correction),
                                       fb_ingest_batch.tenant) AS hash
           FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
     ), outcome AS (

@@ -103,9 +103,9 @@ COMMENT ON TABLE feedback_retrievals IS
     'returned notes helpful or misleading.';
 
 -- Records one retrieval; NULL when the log is off or cannot be written here (standby, read-only transaction).
--- SECURITY DEFINER: readers retrieve, only the extension writes the log. Readers can call it directly, so it
--- accepts only what fb_retrieve could have returned to the acting role: active notes of that task_type it may
--- see, at most 1000 of them, one score each, a known scorer.
+-- Only fb_retrieve (SECURITY DEFINER) calls it: no role is granted EXECUTE, so the log holds only what
+-- fb_retrieve computed. As a second line it accepts only what fb_retrieve could have returned to the acting role:
+-- active notes of that task_type it may see, at most 1000 of them, one score each, a known scorer.
 CREATE FUNCTION _fb_log_retrieval(query text, task_type text, note_ids bigint[], scores real[], scored_by text,
                                   embedding_model text, rerank_model text)
     RETURNS bigint
@@ -186,7 +186,7 @@ CREATE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFA
                             min_score real DEFAULT NULL, rerank boolean DEFAULT NULL, model text DEFAULT NULL)
     RETURNS TABLE (rank integer, id bigint, lesson text, correction text, similarity real, rerank_score real,
                    scored_by text, created_at timestamptz, retrieval_id bigint)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 #variable_conflict use_column
@@ -281,7 +281,7 @@ COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean, tex
 
 CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
     RETURNS TABLE (id bigint, lesson text, similarity real, would_merge boolean)
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT c.id, c.lesson, (1 - c.distance)::real,
@@ -302,7 +302,7 @@ CREATE FUNCTION fb_build_prompt(query text, task_type text,
                                     'corrections below where they are relevant to the task.',
                                 max_context_tokens integer DEFAULT 800)
     RETURNS text
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT _fb_build_prompt(base_instructions,

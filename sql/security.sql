@@ -45,7 +45,11 @@ REVOKE ALL ON SEQUENCE feedback_notes_id_seq, feedback_audit_id_seq, feedback_go
               feedback_reembed_runs_id_seq, feedback_retrievals_id_seq FROM PUBLIC;
 
 -- Readers: retrieval, prompts, duplicates lookup, embeddings, screening and redaction; active notes of their
--- tenants through feedback_active_notes; which model is active. No right on feedback_notes itself.
+-- tenants through feedback_active_notes; which model is active. No right on feedback_notes itself. fb_retrieve,
+-- fb_build_prompt and fb_find_duplicate run with the extension owner's rights (SECURITY DEFINER), so readers hold
+-- no internal function of retrieval: not the candidate search, the reranker's stage, the prompt assembly nor the
+-- retrieval log, which only fb_retrieve writes. The internal functions granted serve the public functions that
+-- run as the caller (fb_embed*, fb_models, fb_embedding_model, the views).
 GRANT SELECT ON feedback_active_notes, feedback_embedding_slots, feedback_worker, feedback_retrieval_settings
    TO feedback_reader;
 GRANT EXECUTE ON FUNCTION
@@ -59,30 +63,18 @@ GRANT EXECUTE ON FUNCTION
     fb_screen(text), fb_redact(text),
     _fb_embed_with(text, text[], boolean), _fb_model_key(text), _fb_default_model(), _fb_installed_models(),
     _fb_active(), _fb_active_slot(), _fb_active_model(), _fb_slot_of(text), _fb_resolve_model(text),
-    _fb_normalize(text), _fb_setting(text),
-    _fb_vector(feedback_notes, smallint), _fb_has_vector(feedback_notes, smallint, text),
-    _fb_candidates(vector, text, integer, text, text, boolean, text),
-    _fb_lexical_candidates(vector, tsquery, text, integer, text), _fb_search_terms(text),
-    _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text),
-    _fb_rerank_selective(text, text[], real[], boolean, integer, real, real, integer, real, real),
-    _fb_rank_notes(real[], timestamptz[], real, real, real, integer), _fb_log_retrieval(text, text, bigint[], real[], text, text, text),
-    _fb_build_prompt(text, text[], text[], integer),
-    _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_worker_status()
+    _fb_normalize(text), _fb_setting(text), _fb_visible_notes(), _fb_worker_status()
 TO feedback_reader;
 
 -- Writers: readers' rights plus INSERT and COPY into feedback_notes, fb_ingest and fb_ingest_batch. No UPDATE or
--- DELETE anywhere: the triggers' updates and merges run in SECURITY DEFINER functions. No SELECT either (not even
--- of ids): INSERT ... RETURNING is for reviewers; fb_ingest returns the id and what became of the note.
+-- DELETE anywhere, and no internal function: the triggers (SECURITY DEFINER) clean, count, embed and merge for
+-- the caller, so a writer can neither take note ids, note re-submissions outside an INSERT, nor ask what became
+-- of content it did not submit. No SELECT either (not even of ids): INSERT ... RETURNING is for reviewers;
+-- fb_ingest returns the id and what became of the note.
 GRANT INSERT ON feedback_notes TO feedback_writer;
 GRANT EXECUTE ON FUNCTION
     fb_ingest(text, text, text, text, text, text),
-    fb_ingest_batch(fb_note_input[], text),
-    _fb_clean_note(text, text, text, text, text), _fb_cleaned(feedback_notes), _fb_source(text),
-    _fb_resubmit(feedback_notes), _fb_next_note_id(), _fb_pin_model(), _fb_lock_active_model(),
-    _fb_with_vector(feedback_notes, smallint, vector, text),
-    _fb_ingest_outcomes(text[]),
-    _fb_tenant_allowed(text), _fb_restoring(text), _fb_review_mode(), _fb_restore_mode(),
-    _fb_on_conflict_do_nothing(oid)
+    fb_ingest_batch(fb_note_input[], text)
 TO feedback_writer;
 
 -- Reviewers: writers' rights plus the review queue, the lifecycle functions, the audit trail, merges, every note
@@ -104,5 +96,12 @@ GRANT EXECUTE ON FUNCTION
     fb_calibrate(text, real, boolean, integer, real, boolean), fb_judge(bigint, bigint, boolean),
     _fb_golden_grades(text), _fb_golden_questions(text), _fb_question_metrics(bigint[], bigint[], smallint[], integer),
     _fb_calibrate_sweep(jsonb, double precision, integer, boolean, integer, double precision, integer),
-    _fb_split_of(text)
+    _fb_split_of(text),
+    fb_notes_by(text, timestamptz), fb_purge_by(text, timestamptz, text),
+    -- What fb_eval, fb_calibrate, fb_eval_ann and the review queue call as the reviewer.
+    _fb_vector(feedback_notes, smallint), _fb_has_vector(feedback_notes, smallint, text),
+    _fb_candidates(vector, text, integer, text, text, boolean, text),
+    _fb_lexical_candidates(vector, tsquery, text, integer, text), _fb_search_terms(text),
+    _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text),
+    _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_tenant_allowed(text)
 TO feedback_reviewer;

@@ -34,6 +34,21 @@ fn fb_screen(text: &str) -> JsonB {
     JsonB(serde_json::Value::Array(findings_json(&guard::screen(text), None)))
 }
 
+/// One field redacted, with the kinds of secret replaced (sorted, each once): how the write path cleans a field it
+/// stores apart from `_fb_clean_note` (the source) and still records every redaction.
+#[pg_extern(stable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_redact_field(
+    text: &str,
+) -> TableIterator<'static, (name!(text, String), name!(kinds, Vec<String>))> {
+    check_size("text", text);
+    let r = guard::redact(text);
+    let mut kinds: Vec<String> = r.kinds.iter().map(|k| k.to_string()).collect();
+    kinds.sort();
+    kinds.dedup();
+    TableIterator::once((r.text, kinds))
+}
+
 /// The text with every secret replaced by a typed placeholder, e.g. `[REDACTED:aws_access_key]`.
 #[pg_extern(stable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]

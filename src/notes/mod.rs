@@ -67,8 +67,9 @@ fn fb_document_text(task_type: &str, lesson: &str) -> String {
 }
 
 /// A submitted note as the server stores it: required fields present and within pg_feedback.max_input_bytes,
-/// secrets redacted in every text field, task_type normalised, the id hashed from the redacted content (and
-/// tenant), lesson and correction screened for instructions. STABLE: the size limit is a setting.
+/// secrets redacted in every text field (task_type too, each redaction recorded), task_type normalised, the id
+/// hashed from the redacted content (and tenant), lesson and correction screened for instructions. The source is
+/// cleaned by `_fb_redact_field`. STABLE: the size limit is a setting.
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 #[allow(clippy::type_complexity)]
@@ -103,10 +104,10 @@ fn _fb_clean_note(
     }
     let (task_type, lesson, correction) = (task_type.unwrap_or(""), lesson.unwrap_or(""), correction.unwrap_or(""));
     let wrong_answer = wrong_answer.unwrap_or("");
-    for (name, value) in [("task_type", task_type), ("wrong_answer", wrong_answer), ("correction", correction)] {
+    let fields = [("task_type", task_type), ("wrong_answer", wrong_answer), ("correction", correction)];
+    for (name, value) in fields.into_iter().chain([("lesson", lesson)]) {
         check_size(name, value);
     }
-    check_size("lesson", lesson);
 
     let mut kinds: Vec<String> = Vec::new();
     let mut clean = |text: &str| {
@@ -115,9 +116,9 @@ fn _fb_clean_note(
         r.text
     };
     let (wrong_answer, correction, lesson) = (clean(wrong_answer), clean(correction), clean(lesson));
+    let task_type = note::normalize_task_type(&clean(task_type));
     kinds.sort();
     kinds.dedup();
-    let task_type = note::normalize_task_type(task_type);
     let tenant = tenant.map(note::normalize_text).filter(|t| !t.is_empty());
     let id = note::note_id_for(tenant.as_deref(), &task_type, &lesson, &correction);
     let mut findings = crate::guard::findings_json(&guard::screen(&lesson), Some("lesson"));
