@@ -211,6 +211,13 @@ FUNCTIONS = {
                      nulls={"note_id": Err("P0002"), "reason": Err("22023")}),
     "fb_purge_merged": dict(role="reviewer", txn=True, args={"merged_hash": "'<<merged_hash>>'", "reason": "'leaked'"},
                             nulls={"merged_hash": Err("P0002"), "reason": Err("22023")}),
+    "fb_notes_by": dict(role="reviewer", args={"role": "'postgres'", "since": "'-infinity'"},
+                        select="SELECT count(*) > 0 FROM {call}",
+                        nulls={"role": Err("22023"), "since": Err("22023")}),
+    "fb_purge_by": dict(role="reviewer", txn=True,
+                        args={"role": "'nobody_stored_anything'", "since": "'-infinity'", "reason": "'compromised'"},
+                        select="SELECT count(*) FROM {call}",
+                        nulls={"role": Err("22023"), "since": Err("22023"), "reason": Err("22023")}),
     # -- evaluation (reviewers, rolled back: fb_eval records runs, fb_calibrate may apply) --
     "fb_eval": dict(
         role="reviewer", txn=True, args={"k": "3", "record": "false", "model": MODEL, "split": "'test'"},

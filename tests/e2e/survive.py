@@ -330,6 +330,11 @@ def test_restore_by_writer_is_not_trusted():
                         " report_count FROM feedback_notes WHERE lesson LIKE 'Restored by a reviewer%'").fetchone()
         assert row == (True, True, "active", 99), f"a reviewer's restore: {row}"
         assert one(r, "SELECT count(*) FROM feedback_audit WHERE action = 'restore' AND actor = %s", (REVIEWER,)) == 1
+        # The audit row is complete: it names the restored note, its content hash and status.
+        audit = r.execute("SELECT a.note_id = f.id, a.content_hash = f.content_hash, a.new_status FROM feedback_audit a"
+                          " JOIN feedback_notes f ON f.lesson LIKE 'Restored by a reviewer%%'"
+                          " WHERE a.action = 'restore' AND a.actor = %s", (REVIEWER,)).fetchone()
+        assert audit == (True, True, "active"), f"a reviewer's restore left an incomplete audit row: {audit}"
         assert one(r, "SELECT id FROM fb_ingest(%s, '', 'c', 'A note after the restore.')", (P,)) < 1000
 
 
