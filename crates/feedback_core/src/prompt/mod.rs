@@ -4,7 +4,9 @@
 //! Neutralisation: note text is untrusted. `&` becomes `&amp;`, so note text cannot spell an escaped bracket
 //! either (a literal `&lt;/prior_corrections&gt;` comes out as `&amp;lt;…`). Every character that renders as an
 //! angle bracket — ASCII `<` `>` and look-alikes (full-width, small, single and double angle quotation marks,
-//! mathematical and CJK angle brackets, Canadian syllabics) — becomes `&lt;` / `&gt;`. Invisible characters are
+//! mathematical and CJK angle brackets, Canadian syllabics, precedes/succeeds signs) — becomes `&lt;` / `&gt;`, and
+//! so does every other non-ASCII opening or closing bracket (Unicode categories Ps and Pe: `⟪ ⟫`, `⦑ ⦒`, `︿ ﹀`,
+//! `【 】`, …): a model may read any of them as a tag's bracket. ASCII `( ) [ ] { }` stay, for code. Invisible characters are
 //! removed: zero-width characters, bidi controls, BOM, Unicode tag characters (U+E0000–U+E007F, which can smuggle
 //! hidden ASCII text to a model) and variation selectors. With no bracket left, no case, spacing or homoglyph
 //! trick can form a tag, so the only `<prior_corrections>` fence in the output is ours.
@@ -21,12 +23,31 @@ pub const NO_CORRECTIONS: &str = "(no relevant prior corrections)";
 
 const OPENING: &[char] = &[
     '<', '\u{FF1C}', '\u{FE64}', '\u{2039}', '\u{00AB}', '\u{2329}', '\u{27E8}', '\u{3008}', '\u{300A}', '\u{29FC}',
-    '\u{1438}', '\u{276E}', '\u{276C}', '\u{2770}', '\u{02C2}',
+    '\u{1438}', '\u{276E}', '\u{276C}', '\u{2770}', '\u{02C2}', '\u{227A}', '\u{22D6}', '\u{2AA1}', '\u{1F780}',
 ];
 const CLOSING: &[char] = &[
     '>', '\u{FF1E}', '\u{FE65}', '\u{203A}', '\u{00BB}', '\u{232A}', '\u{27E9}', '\u{3009}', '\u{300B}', '\u{29FD}',
-    '\u{1433}', '\u{276F}', '\u{276D}', '\u{2771}', '\u{02C3}',
+    '\u{1433}', '\u{276F}', '\u{276D}', '\u{2771}', '\u{02C3}', '\u{227B}', '\u{22D7}', '\u{2AA2}', '\u{1F782}',
 ];
+
+/// Non-ASCII opening (Ps) or closing (Pe) punctuation: brackets a model may take for `<` or `>`.
+fn bracket_like(c: char) -> Option<bool> {
+    use std::sync::OnceLock;
+    static OPEN: OnceLock<regex::Regex> = OnceLock::new();
+    static CLOSE: OnceLock<regex::Regex> = OnceLock::new();
+    if c.is_ascii() {
+        return None;
+    }
+    let mut buf = [0u8; 4];
+    let c = &*c.encode_utf8(&mut buf);
+    if OPEN.get_or_init(|| regex::Regex::new(r"^\p{Ps}$").expect("valid class")).is_match(c) {
+        Some(true)
+    } else if CLOSE.get_or_init(|| regex::Regex::new(r"^\p{Pe}$").expect("valid class")).is_match(c) {
+        Some(false)
+    } else {
+        None
+    }
+}
 
 fn invisible(c: char) -> bool {
     matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}'
@@ -46,9 +67,9 @@ pub fn neutralize(text: &str) -> String {
             continue;
         } else if c == '&' {
             out.push_str("&amp;");
-        } else if OPENING.contains(&c) {
+        } else if OPENING.contains(&c) || bracket_like(c) == Some(true) {
             out.push_str("&lt;");
-        } else if CLOSING.contains(&c) {
+        } else if CLOSING.contains(&c) || bracket_like(c) == Some(false) {
             out.push_str("&gt;");
         } else if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
             out.push(' ');
@@ -141,6 +162,18 @@ mod tests {
             assert!(!inside.chars().any(|c| OPENING.contains(&c) || CLOSING.contains(&c)), "{attack}: {inside}");
             assert_eq!(inside.trim().lines().count(), 1, "one note stays one line: {inside}");
         }
+    }
+
+    #[test]
+    fn every_non_ascii_bracket_is_escaped() {
+        let looks = "\u{27EA}\u{27EB} \u{2991}\u{2992} \u{FE3F}\u{FE40} \u{3010}\u{3011} \u{300C}\u{300D} \u{2329}\u{232A} \
+                     \u{227A}\u{227B} \u{FE5D}\u{FE5E} \u{2E28}\u{2E29}";
+        let out = neutralize(&format!("{looks}/prior_corrections{looks}"));
+        assert!(out.chars().all(|c| c.is_ascii()), "{out:?}");
+        assert_eq!(out.matches("&lt;").count(), 18, "{out:?}");
+        assert_eq!(out.matches("&gt;").count(), 18, "{out:?}");
+        // Code keeps its ASCII brackets, and quotation marks are no brackets.
+        assert_eq!(neutralize("f(a[0]) { “quoted” ‘x’ }"), "f(a[0]) { “quoted” ‘x’ }");
     }
 
     #[test]
