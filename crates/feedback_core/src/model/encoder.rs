@@ -20,9 +20,6 @@ use super::error::{ModelError, Result};
 use super::manifest::{Manifest, ModelKind};
 use super::pooling::{l2_normalize, pool};
 
-/// Inputs tokenized between two calls of the caller's `between` callback.
-const TOKENIZE_CHUNK: usize = 64;
-
 /// A call whose largest run pads to more tokens than this returns the CPU arena's free memory to the system after
 /// its last run. The arena keeps its peak otherwise: after one call with runs of 8192 tokens, an idle backend would
 /// hold ~400 MB more for the rest of its life. Runs of up to 1024 tokens (the recommended max_batch_tokens) leave
@@ -171,7 +168,8 @@ impl Loaded {
     }
 
     /// Tokenizes `count` inputs (made by `input(i)`) with special tokens, truncated to the model's limit and not
-    /// padded, calling `between` before every chunk of [`TOKENIZE_CHUNK`] inputs after the first.
+    /// padded, calling `between` before every input after the first (an input of the largest size the extension
+    /// accepts takes a few tens of milliseconds: a cancelled call stops within one).
     fn tokenize<'s, E: Into<EncodeInput<'s>>>(
         &self,
         count: usize,
@@ -181,7 +179,7 @@ impl Loaded {
         let fail = |e: String| ModelError::Tokenizer { name: self.manifest.name.clone(), reason: e };
         let mut out = Vec::with_capacity(count);
         for i in 0..count {
-            if i > 0 && i % TOKENIZE_CHUNK == 0 {
+            if i > 0 {
                 between();
             }
             let encoding = self.tokenizer.encode_fast(input(i), true).map_err(|e| fail(e.to_string()))?;
