@@ -10,7 +10,8 @@
 //! request (over [`BIG_REQUEST_BYTES`]) never takes the last free runner: one role cannot hold every runner, and
 //! small requests (a query's embedding, a rerank) always find one within one small request's time. A request
 //! whose backend stopped waiting (cancelled, timed out) is dropped from the queue, and a runner working on it
-//! stops at its next check (before every tokenized input and every model run) through its cancel flag. They never call
+//! stops at its next check (between tokenizer chunks of 64 inputs or 64 kB, before every model run) through its
+//! cancel flag. They never call
 //! Postgres: they read the request and write the reply in the mapped segment, and send a completion. They and the
 //! ONNX Runtime threads they create start with every signal blocked, so Postgres' handlers run on the main thread
 //! only, which never runs a model and so answers SIGTERM, SIGHUP and barriers at once.
@@ -343,7 +344,7 @@ fn run(host: &mut LocalHost, Work { items, cfg }: Work) -> Finished {
     let before = host.stats();
     let requests: Vec<&Request> = items.iter().map(|i| &i.request).collect();
     // Stops when every backend of the unit stopped waiting (one, unless batch_merge): checked before every
-    // tokenized input and every model run.
+    // tokenizer chunk and every model run.
     let cancelled = || items.iter().all(|i| i.cancel().is_set());
     let served = catch_unwind(AssertUnwindSafe(|| {
         if cancelled() {

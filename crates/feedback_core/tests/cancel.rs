@@ -32,14 +32,15 @@ fn a_flag_set_mid_call_stops_it_between_inputs_and_runs() {
         host.embed(&cfg, EMBEDDER, &texts, TextRole::Document, &mut || {
             checks += 1;
             if checks == 3 {
-                flag.set(); // the backend gave up while the third input was being tokenized
+                flag.set(); // the backend gave up during the second run
             }
             flag.check();
         })
     });
     assert_eq!(result, Err(ModelError::Cancelled));
     assert_eq!(checks, 3, "stopped at the first check after the flag was set");
-    assert_eq!(runs(&mut host), runs_before, "no model ran for the cancelled call");
+    // Checks come before every run (three chunks of four short texts: one run each): two runs, then the stop.
+    assert_eq!(runs(&mut host) - runs_before, 2, "no model ran after the flag was set");
 
     // The host is still usable and gives what it gave before.
     let again = host.embed(&cfg, EMBEDDER, &texts, TextRole::Document, &mut || ()).unwrap();
@@ -74,8 +75,8 @@ fn serve_stops_a_cancelled_request_between_model_runs() {
     let result = cancellable(|| {
         let mut between = || {
             seen += 1;
-            // Checks come before every input and every run: set after the tokenization of the first chunk.
-            if seen == 4 {
+            // Checks come before every run (one per chunk of four short texts): set before the second.
+            if seen == 2 {
                 flag.set();
             }
             flag.check();
