@@ -1,7 +1,7 @@
 //! A backend's side of the worker: the request's bytes in a new dynamic shared memory segment (with room for the
 //! reply), a slot pointing at it, the worker's latch set, and a wait on our own latch, checking for interrupts
 //! every wake-up. A cancelled wait gives the slot up and sets the request's cancel flag in the segment, so the
-//! worker stops the work at its next check (between tokenized inputs and model runs) and drops the reply; a worker
+//! worker stops the work at its next check (between tokenizer chunks and model runs) and drops the reply; a worker
 //! that exits or never answers gives an ERROR, never a hang.
 
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! Stopping a model call from outside it. A host calls its caller's `between` callback before every model run and
-//! before every tokenized input; a callback that finds its call cancelled calls [`stop`], which unwinds out of the
+//! between tokenizer chunks (64 inputs or 64 kB); a callback that finds its call cancelled calls [`stop`], which unwinds out of the
 //! host to the nearest [`cancellable`], where it becomes [`ModelError::Cancelled`]. The shared inference worker
 //! does this with a [`CancelFlag`] in the request's shared memory, which the backend sets when its statement is
 //! cancelled or times out, so the runner is free again within one model run or one input's tokenization.
