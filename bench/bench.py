@@ -12,8 +12,10 @@ Sections, all on the same pinned texts and queries:
   memory      backend RSS before/after the models load; with 1, 4 and 16 connections
   worker      the shared inference worker vs models in each backend (bench/worker.py): memory per connection,
               first call, pgbench fb_retrieve at 1/4/16/64 clients, bulk ingest with one and two loaders
+  flood       another session's tiny fb_embed while a feedback_reader role floods the worker with calls at the
+              caps, some cancelled by statement_timeout (bench/flood.py, worker mode)
 
-Every section but "worker" runs with models in the backend (PGOPTIONS pg_feedback.inference=backend), one
+Every section but "worker" and "flood" runs with models in the backend (PGOPTIONS pg_feedback.inference=backend), one
 intra-op thread, so its numbers compare with the Python runs and with earlier results.
 
 Usage: .venv/bin/python bench/bench.py [--port 5433] [--quick]
@@ -30,6 +32,7 @@ import onnxruntime as ort
 
 import caps
 import data
+import flood
 import retrieval
 import selective
 import seed_pipeline
@@ -185,6 +188,8 @@ def main():
     rows += caps.run(args.port)
     log("== worker vs backend")
     rows += worker.run(args.port, seconds, log=log)
+    log("== flood: one role floods the worker, another session's fb_embed")
+    rows += flood.run(args.port, 10 if args.quick else 20, log=log)
 
     machine = f"{os.cpu_count()} cores, " + os.popen("grep -m1 'model name' /proc/cpuinfo").read().split(":")[-1].strip()
     header = [f"# pg_feedback benchmark", "",

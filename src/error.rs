@@ -45,6 +45,7 @@ impl FbError {
                 ModelError::WrongDimensions { .. } => ERRCODE_DATA_EXCEPTION,
                 ModelError::Tokenizer { .. } | ModelError::Inference { .. } => ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
                 ModelError::Worker { .. } => ERRCODE_SYSTEM_ERROR,
+                ModelError::Cancelled => ERRCODE_QUERY_CANCELED,
             },
             FbError::InvalidArgument { .. } => ERRCODE_INVALID_PARAMETER_VALUE,
             FbError::LimitExceeded { .. } => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
@@ -82,6 +83,9 @@ impl FbError {
                         "Check that the model named by {setting} is a BERT-style ONNX export with its tokenizer.json."
                     )
                 }
+                ModelError::Cancelled => "The statement was cancelled (pg_cancel_backend or statement_timeout) while \
+                    the model ran it."
+                    .into(),
                 ModelError::Worker { .. } => "Retry the statement: the postmaster restarts the worker within seconds. \
                     SELECT * FROM feedback_worker shows its state; the server log says why it stopped. \
                     SET pg_feedback.inference = backend (superuser) runs models in this session instead."

@@ -67,6 +67,7 @@ pub const DEFAULT_COSINE_FLOOR: f64 = 0.64;
 static EMBED_BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(64);
 static MAX_BATCH_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static MAX_INPUT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(65536);
+static MAX_CALL_BYTES: GucSetting<i32> = GucSetting::<i32>::new(4 * 1024 * 1024);
 static REVIEW: GucSetting<Review> = GucSetting::<Review>::new(Review::Flagged);
 static RESTORE_MODE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static INFERENCE: GucSetting<Inference> = GucSetting::<Inference>::new(Inference::Auto);
@@ -244,6 +245,20 @@ pub fn init() {
         &MAX_INPUT_BYTES,
         1024,
         64 * 1024 * 1024,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_feedback.max_call_bytes",
+        c"Largest total, in bytes, of the texts one call of a pg_feedback function embeds, reranks or counts.",
+        c"Checked with pg_feedback.max_input_bytes before any tokenizer runs: fb_embed_batch's texts, fb_rerank's \
+          (query, passage) pairs (the query counted once per pair), fb_build_prompt's lessons and corrections. \
+          Bounds the model work one call can ask of the shared inference worker. Superusers are not held to it, so \
+          the insert trigger and fb_reembed (which run as the extension's owner) embed a statement's rows in \
+          chunks bounded per model run by pg_feedback.max_batch_tokens. Superuser only.",
+        &MAX_CALL_BYTES,
+        1024,
+        1024 * 1024 * 1024,
         GucContext::Suset,
         GucFlags::default(),
     );
@@ -573,6 +588,10 @@ pub fn restore_mode() -> bool {
 
 pub fn max_input_bytes() -> usize {
     MAX_INPUT_BYTES.get() as usize
+}
+
+pub fn max_call_bytes() -> usize {
+    MAX_CALL_BYTES.get() as usize
 }
 
 pub fn query_cache_size() -> usize {

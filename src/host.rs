@@ -12,7 +12,6 @@ use pgrx::check_for_interrupts;
 
 use crate::error::{FbError, OrReport};
 use crate::gucs;
-use crate::notes::check_size;
 use crate::worker::{self, client::Shm};
 
 thread_local! {
@@ -20,6 +19,57 @@ thread_local! {
     static WORKER: RefCell<RemoteHost<Shm>> = const { RefCell::new(RemoteHost::new(Shm)) };
     static QUERY_CACHE: RefCell<QueryCache> = RefCell::new(QueryCache::new(gucs::query_cache_size()));
     static SCORE_CACHE: RefCell<ScoreCache> = RefCell::new(ScoreCache::new(gucs::rerank_cache_size()));
+}
+
+/// Refuses a text larger than `pg_feedback.max_input_bytes` before any tokenizer or regex sees it.
+pub fn check_size(what: &str, text: &str) {
+    let limit = gucs::max_input_bytes();
+    if text.len() > limit {
+        FbError::limit_exceeded(
+            format!("{what} is {} bytes, more than pg_feedback.max_input_bytes ({limit})", text.len()),
+            "Shorten the text: a note is a lesson and a correction, not a document. A superuser can raise \
+             pg_feedback.max_input_bytes.",
+        )
+        .report();
+    }
+}
+
+/// Refuses a call whose inputs total more than `pg_feedback.max_call_bytes` (`what` names them), before any work.
+/// Superusers are not held to it: the insert trigger and `fb_reembed` run as the extension's owner and embed a
+/// statement's rows in chunks of their own, each model run bounded by `pg_feedback.max_batch_tokens`.
+pub fn check_call(what: &str, total: usize) {
+    let limit = gucs::max_call_bytes();
+    // SAFETY: superuser() reads the current user's catalog row; called on the backend's main thread.
+    if total > limit && !unsafe { pgrx::pg_sys::superuser() } {
+        FbError::limit_exceeded(
+            format!("{what} total {total} bytes, more than pg_feedback.max_call_bytes ({limit})"),
+            "Send fewer or shorter texts per call: split the array over several calls. A superuser can raise \
+             pg_feedback.max_call_bytes.",
+        )
+        .report();
+    }
+}
+
+/// Both caps on a call's texts (each one named `what`), checked before any of them is tokenized.
+pub fn check_texts<'a>(what: &str, texts: impl IntoIterator<Item = &'a str>) {
+    let mut total = 0usize;
+    for text in texts {
+        check_size(what, text);
+        total = total.saturating_add(text.len());
+    }
+    check_call(&format!("the {what}s of this call"), total);
+}
+
+/// Both caps on a rerank call: the query and each passage, and the pairs' total (the query is tokenized once per
+/// pair, so it counts once per pair).
+pub fn check_pairs<'a>(query: &str, passages: impl IntoIterator<Item = &'a str>) {
+    check_size("query", query);
+    let mut total = 0usize;
+    for passage in passages {
+        check_size("passage", passage);
+        total = total.saturating_add(query.len() + passage.len());
+    }
+    check_call("the (query, passage) pairs of this call", total);
 }
 
 /// Runs `f` on the backend's host with the model named by `setting`; a failure names that setting.
@@ -43,7 +93,7 @@ fn between_runs() {
 }
 
 fn try_embed(model: &str, texts: &[&str], role: TextRole) -> Result<Vec<Vec<f32>>, FbError> {
-    texts.iter().for_each(|t| check_size("text", t));
+    check_texts("text", texts.iter().copied());
     try_run("pg_feedback.embedding_model", model.to_string(), |host, cfg, model| {
         host.embed(cfg, model, texts, role, &mut between_runs)
     })
@@ -89,8 +139,7 @@ pub fn rerank(query: &str, passages: &[&str]) -> Vec<f32> {
         }
         .report();
     }
-    check_size("query", query);
-    passages.iter().for_each(|p| check_size("passage", p));
+    check_pairs(query, passages.iter().copied());
     try_run("pg_feedback.rerank_model", gucs::rerank_model(), |host, cfg, model| {
         host.rerank(cfg, model, query, passages, &mut between_runs)
     })
@@ -126,6 +175,7 @@ pub fn rerank_cached(query: &str, passages: &[&str]) -> Vec<f32> {
 
 /// Tokens the embedding model's tokenizer makes of `text`.
 pub fn count_tokens(text: &str) -> usize {
+    check_texts("text", [text]);
     try_run("pg_feedback.embedding_model", gucs::embedding_model(), |host, cfg, model| {
         host.count_tokens(cfg, model, text)
     })

@@ -16,6 +16,7 @@ use crate::{gucs, host};
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_embed_with(model: &str, texts: Array<&str>, query: bool) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let inputs: Vec<Option<&str>> = texts.iter().collect();
+    host::check_texts("text", inputs.iter().flatten().copied());
     if query && inputs.len() == 1 {
         return SetOfIterator::new(vec![inputs[0].map(|t| host::embed_query(model, t))]);
     }
@@ -48,7 +49,6 @@ fn fb_rerank_model() -> String {
 #[pg_extern(stable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_count_tokens(text: &str) -> i32 {
-    crate::notes::check_size("text", text);
     host::count_tokens(text) as i32
 }
 

@@ -5,7 +5,7 @@ use feedback_core::guard::{self, Finding};
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use crate::notes::check_size;
+use crate::host::check_size;
 
 /// Findings as JSON objects, each tagged with the field it was found in (when given).
 pub fn findings_json(findings: &[Finding], field: Option<&str>) -> Vec<serde_json::Value> {

@@ -6,21 +6,9 @@ use pgrx::JsonB;
 
 use crate::error::FbError;
 use crate::gucs;
+pub use crate::host::check_size;
 
 pub mod conflict;
-
-/// Refuses a text larger than `pg_feedback.max_input_bytes` before any tokenizer or regex sees it.
-pub fn check_size(what: &str, text: &str) {
-    let limit = gucs::max_input_bytes();
-    if text.len() > limit {
-        FbError::limit_exceeded(
-            format!("{what} is {} bytes, more than pg_feedback.max_input_bytes ({limit})", text.len()),
-            "Shorten the text: a note is a lesson and a correction, not a document. A superuser can raise \
-             pg_feedback.max_input_bytes.",
-        )
-        .report();
-    }
-}
 
 /// `pg_feedback.review` (flagged | all | off), read through the library so that the setting is defined (and a
 /// placeholder a non-superuser set before the library was loaded has been discarded) when the trigger reads it.

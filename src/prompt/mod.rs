@@ -27,6 +27,16 @@ fn _fb_build_prompt(
         )
         .report(),
     };
+    // Both caps before any tokenizer runs: each lesson and correction, and their total. The instructions are not
+    // tokenized (they are not part of the counted block) and are not capped.
+    let mut total = 0usize;
+    let texts = lessons.iter().map(|t| ("lesson", t)).chain(corrections.iter().map(|t| ("correction", t)));
+    for (what, text) in texts {
+        let text = text.unwrap_or("");
+        host::check_size(what, text);
+        total = total.saturating_add(text.len());
+    }
+    host::check_call("the lessons and corrections of this call", total);
     let notes: Vec<PromptNote> = lessons
         .iter()
         .zip(corrections.iter())

@@ -15,6 +15,7 @@ use crate::host;
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn fb_rerank(query: &str, passages: Array<&str>) -> Vec<Option<f32>> {
     let inputs: Vec<Option<&str>> = passages.iter().collect();
+    host::check_pairs(query, inputs.iter().flatten().copied());
     host::skip_nulls(&inputs, |present| host::rerank(query, present))
 }
 
@@ -40,6 +41,8 @@ fn _fb_rerank_selective(
     if passages.len() != cosines.len() {
         FbError::invalid_argument("passages and cosines differ in length", "Pass one cosine per passage.").report();
     }
+    // Every pass the policy might score, capped before the first stage runs.
+    host::check_pairs(query, passages.iter().flatten().map(String::as_str));
     let all = Selective::ALL;
     let policy = if selective {
         Selective {

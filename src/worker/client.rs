@@ -1,10 +1,12 @@
 //! A backend's side of the worker: the request's bytes in a new dynamic shared memory segment (with room for the
 //! reply), a slot pointing at it, the worker's latch set, and a wait on our own latch, checking for interrupts
-//! every wake-up. A cancelled wait gives the slot up (the worker drops the reply); a worker that exits or never
-//! answers gives an ERROR, never a hang.
+//! every wake-up. A cancelled wait gives the slot up and sets the request's cancel flag in the segment, so the
+//! worker stops the work at its next check (between tokenizer chunks and model runs) and drops the reply; a worker
+//! that exits or never answers gives an ERROR, never a hang.
 
 use std::time::{Duration, Instant};
 
+use feedback_core::model::cancel::CancelFlag;
 use feedback_core::model::remote::{decode_reply, Output, Request, Transport};
 use feedback_core::model::{ModelError, Result};
 use pgrx::pg_sys;
@@ -76,8 +78,10 @@ impl Transport for Shm {
 }
 
 /// The segment starts with a header the worker checks before it reads the request: [`MAGIC`] and the request's
-/// sequence number, so a recycled segment handle can never make it read or write someone else's memory.
-pub const HEADER: usize = 16;
+/// sequence number, so a recycled segment handle can never make it read or write someone else's memory; then the
+/// request's cancel flag (a u32 at [`CANCEL_AT`], set by the backend, read by the worker's runners).
+pub const HEADER: usize = 24;
+pub const CANCEL_AT: usize = 16;
 pub const MAGIC: u64 = 0x6662_5f72_6571_7631; // "fb_reqv1"
 
 /// Claims a free slot for the segment and wakes the worker; waits (bounded) while every slot is in use.
@@ -95,6 +99,7 @@ fn enqueue(segment: &Segment, request_len: usize, deadline: Instant, between: &m
                     let header = segment.address().cast::<u64>();
                     header.write_unaligned(MAGIC);
                     header.add(1).write_unaligned(seq);
+                    segment.cancel_flag().clear();
                 }
                 let slot = &mut s.slots[i];
                 slot.state = SlotState::Pending;
@@ -103,11 +108,15 @@ fn enqueue(segment: &Segment, request_len: usize, deadline: Instant, between: &m
                 slot.request_len = request_len as u32;
                 slot.reply_len = 0;
                 slot.owner_pid = pid;
+                // SAFETY: the session's login role, a plain read.
+                slot.owner_role = unsafe { pg_sys::GetSessionUserId() }.to_u32();
                 slot.latch = my_latch;
                 slot.worker_pid = 0;
                 slot.queued_at = now;
                 s.next_seq += 1;
-                (Pending { slot: i, seq, done: false }, latch)
+                // SAFETY: the flag lives in our segment, which outlives the claim (dropped after it).
+                let cancel = unsafe { segment.cancel_flag() };
+                (Pending { slot: i, seq, done: false, cancel }, latch)
             })
         };
         if let Some((pending, worker_latch)) = claimed {
@@ -125,11 +134,13 @@ fn enqueue(segment: &Segment, request_len: usize, deadline: Instant, between: &m
 }
 
 /// Our claim on a slot. Dropped without `release` (a cancellation unwinding through the wait), it gives the slot
-/// up: freed if the worker has not taken it, marked abandoned (the worker frees it) if it has.
+/// up: freed if the worker has not taken it, marked abandoned (the worker frees it) if it has, with the cancel flag
+/// set so that a runner working on it stops.
 struct Pending {
     slot: usize,
     seq: u64,
     done: bool,
+    cancel: CancelFlag<'static>,
 }
 
 impl Pending {
@@ -137,6 +148,9 @@ impl Pending {
         let mut s = STATE.exclusive();
         let slot = &mut s.slots[self.slot];
         if slot.seq == self.seq {
+            if slot.state != SlotState::Done {
+                self.cancel.set();
+            }
             // A live worker still uses the segment: it frees the slot when it is done. Otherwise nobody will.
             slot.state = match slot.state {
                 SlotState::Running if alive(slot.worker_pid) => SlotState::Abandoned,
@@ -173,6 +187,15 @@ impl Segment {
     fn address(&self) -> *mut u8 {
         // SAFETY: a live segment.
         unsafe { pg_sys::dsm_segment_address(self.0).cast() }
+    }
+
+    /// The request's cancel flag in the header.
+    ///
+    /// # Safety
+    /// Valid while the segment is attached: the caller must not use it after the segment is dropped.
+    unsafe fn cancel_flag(&self) -> CancelFlag<'static> {
+        // SAFETY: segments are page-aligned and at least HEADER long, so the word is aligned and inside.
+        unsafe { CancelFlag::from_ptr(self.address().add(CANCEL_AT).cast::<u32>()) }
     }
 }
 

@@ -3,26 +3,40 @@
 //! its segment and hands it to the runners; when a runner is done it marks the slot answered and wakes the backend.
 //!
 //! Runners are plain threads (`pg_feedback.worker_runners`, one per CPU by default), each with its own `LocalHost`:
-//! one request runs on one core, as it would in its backend, while other requests run beside it. They never call
+//! one request runs on one core, as it would in its backend, while other requests run beside it.
+//!
+//! Sharing: the main thread hands a request to a runner only when one is free, so it can choose. It takes the
+//! waiting request of the login role with the fewest requests running (oldest first among equals), and a big
+//! request (over [`BIG_REQUEST_BYTES`]) never takes the last free runner: one role cannot hold every runner, and
+//! small requests (a query's embedding, a rerank) always find one within one small request's time. A request
+//! whose backend stopped waiting (cancelled, timed out) is dropped from the queue, and a runner working on it
+//! stops at its next check (between tokenizer chunks of 64 inputs or 64 kB, before every model run) through its
+//! cancel flag. They never call
 //! Postgres: they read the request and write the reply in the mapped segment, and send a completion. They and the
 //! ONNX Runtime threads they create start with every signal blocked, so Postgres' handlers run on the main thread
 //! only, which never runs a model and so answers SIGTERM, SIGHUP and barriers at once.
 
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use feedback_core::model::cancel::{cancellable, CancelFlag};
 use feedback_core::model::remote::{encode_reply, serve, Job, Output, Request};
 use feedback_core::model::{HostConfig, HostStats, LocalHost, ModelError, ModelHost, Result, TextRole};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::client::{HEADER, MAGIC};
+use super::client::{CANCEL_AT, HEADER, MAGIC};
 use super::shared::{alive, wake, Counters, SlotState, STATE};
 use crate::gucs;
+
+/// A request of more bytes than this is big: it never takes the last free runner (see the module documentation).
+/// Ordinary calls stay below it (a query, a rerank of 20 notes, a chunk of 64 notes of a few hundred bytes).
+const BIG_REQUEST_BYTES: usize = 64 * 1024;
 
 /// A mapped request handed to a runner. The segment stays mapped (by the main thread) until its completion is back.
 struct Item {
@@ -31,6 +45,17 @@ struct Item {
     segment: *mut pg_sys::dsm_segment,
     reply: ReplyArea,
     request: Request,
+    /// The backend's login role, and whether the request is big.
+    owner: u32,
+    big: bool,
+}
+
+impl Item {
+    /// The request's cancel flag, in its segment's header (mapped as long as the item lives).
+    fn cancel(&self) -> CancelFlag<'_> {
+        // SAFETY: the mapping starts with the header (checked when the item was taken); page-aligned, so aligned.
+        unsafe { CancelFlag::from_ptr(self.reply.base.add(CANCEL_AT).cast::<u32>()) }
+    }
 }
 
 /// Where a request's reply goes in its mapped segment, for whoever writes it (a runner never calls Postgres).
@@ -59,7 +84,8 @@ struct Work {
     cfg: HostConfig,
 }
 
-/// What a runner reports per finished request, and once per work unit (stats).
+/// What a runner reports per finished request, and once per work unit (stats). A runner's warm-up reports one
+/// with no items.
 struct Finished {
     items: Vec<(Item, usize, bool)>,
     stats: HostStats,
@@ -128,6 +154,7 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
     log!("pg_feedback inference worker started: {runners} runners, {} intra-op thread(s) each", cfg.intra_threads);
 
     let mut mapped = 0usize;
+    let mut share = Share::new(runners);
     loop {
         // Barriers (DROP DATABASE waits for every process to absorb one) and other interrupts.
         pg_sys::check_for_interrupts!();
@@ -143,22 +170,23 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
         }
         while let Ok(finished) = done_rx.try_recv() {
             mapped -= finished.items.len();
+            share.finished(&finished);
             complete(finished);
         }
+        let merge = gucs::batch_merge();
         if has_pending() {
-            let merge = gucs::batch_merge();
             if merge && !gucs::batch_wait().is_zero() {
                 // Let requests that arrive together share the run.
                 std::thread::sleep(gucs::batch_wait());
             }
             let items = take_pending();
             mapped += items.len();
-            let cfg = worker_config();
-            let units: Vec<Vec<Item>> = if merge { vec![items] } else { items.into_iter().map(|i| vec![i]).collect() };
-            for items in units.into_iter().filter(|u| !u.is_empty()) {
-                dispatch(Work { items, cfg: cfg.clone() });
-            }
-            continue;
+            share.queue.extend(items);
+        }
+        mapped -= share.drop_cancelled();
+        let cfg = worker_config();
+        while let Some(items) = share.next(merge) {
+            dispatch(Work { items, cfg: cfg.clone() });
         }
         wait(event, Duration::from_secs(1));
     }
@@ -170,10 +198,90 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
     unsafe { pg_sys::proc_exit(1) };
 }
 
+/// The requests taken but not yet handed to a runner, and what the runners are doing: who gets the next free one.
+struct Share {
+    runners: usize,
+    busy: usize,
+    big_busy: usize,
+    /// Requests running per login role.
+    running: HashMap<u32, usize>,
+    queue: Vec<Item>,
+}
+
+impl Share {
+    fn new(runners: usize) -> Share {
+        Share { runners: runners.max(1), busy: 0, big_busy: 0, running: HashMap::new(), queue: Vec::new() }
+    }
+
+    /// The next unit of work for a free runner, if a runner is free and a request may take it.
+    fn next(&mut self, merge: bool) -> Option<Vec<Item>> {
+        if self.busy >= self.runners || self.queue.is_empty() {
+            return None;
+        }
+        // A big request may not take the last free runner (with one runner there is no choice).
+        let big_allowed = self.runners == 1 || self.big_busy + 1 < self.runners;
+        let items = if merge {
+            let (take, keep): (Vec<Item>, Vec<Item>) =
+                std::mem::take(&mut self.queue).into_iter().partition(|i| big_allowed || !i.big);
+            self.queue = keep;
+            take
+        } else {
+            let i = (0..self.queue.len()).filter(|&i| big_allowed || !self.queue[i].big).min_by_key(|&i| {
+                let item = &self.queue[i];
+                (self.running.get(&item.owner).copied().unwrap_or(0), item.seq)
+            })?;
+            vec![self.queue.remove(i)]
+        };
+        if items.is_empty() {
+            return None;
+        }
+        self.busy += 1;
+        if items.iter().any(|i| i.big) {
+            self.big_busy += 1;
+        }
+        for item in &items {
+            *self.running.entry(item.owner).or_insert(0) += 1;
+        }
+        Some(items)
+    }
+
+    /// A runner is free again (a warm-up report has no items: its runner was never counted busy).
+    fn finished(&mut self, finished: &Finished) {
+        if finished.items.is_empty() {
+            return;
+        }
+        self.busy = self.busy.saturating_sub(1);
+        if finished.items.iter().any(|(i, _, _)| i.big) {
+            self.big_busy = self.big_busy.saturating_sub(1);
+        }
+        for (item, _, _) in &finished.items {
+            if let Some(n) = self.running.get_mut(&item.owner) {
+                *n -= 1;
+                if *n == 0 {
+                    self.running.remove(&item.owner);
+                }
+            }
+        }
+    }
+
+    /// Frees the queued requests whose backend stopped waiting; returns how many.
+    fn drop_cancelled(&mut self) -> usize {
+        let (gone, keep): (Vec<Item>, Vec<Item>) =
+            std::mem::take(&mut self.queue).into_iter().partition(|i| i.cancel().is_set());
+        self.queue = keep;
+        for item in &gone {
+            // SAFETY: mapped by take_pending; no runner has it.
+            unsafe { pg_sys::dsm_detach(item.segment) };
+            finish(item.slot, item.seq, None);
+        }
+        gone.len()
+    }
+}
+
 type Runners = (Sender<Work>, Vec<JoinHandle<()>>);
 static RUNNERS: Mutex<Option<Runners>> = Mutex::new(None);
 
-/// Hands work to the runners (first come, first served).
+/// Hands work to a free runner (`Share` sends only as many units as there are free runners).
 fn dispatch(work: Work) {
     let runners = RUNNERS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((tx, _)) = runners.as_ref() {
@@ -235,12 +343,28 @@ fn run(host: &mut LocalHost, Work { items, cfg }: Work) -> Finished {
     let started = Instant::now();
     let before = host.stats();
     let requests: Vec<&Request> = items.iter().map(|i| &i.request).collect();
-    let replies = catch_unwind(AssertUnwindSafe(|| serve(host, &cfg, &requests, &mut || ()))).unwrap_or_else(|_| {
-        requests
+    // Stops when every backend of the unit stopped waiting (one, unless batch_merge): checked before every
+    // tokenizer chunk and every model run.
+    let cancelled = || items.iter().all(|i| i.cancel().is_set());
+    let served = catch_unwind(AssertUnwindSafe(|| {
+        if cancelled() {
+            return Err(ModelError::Cancelled);
+        }
+        let mut between = || {
+            if cancelled() {
+                feedback_core::model::cancel::stop();
+            }
+        };
+        cancellable(|| Ok(serve(host, &cfg, &requests, &mut between)))
+    }));
+    let replies = match served {
+        Ok(Ok(replies)) => replies,
+        Ok(Err(e)) => requests.iter().map(|_| Err(e.clone())).collect(),
+        Err(_) => requests
             .iter()
             .map(|_| Err(ModelError::Worker { reason: "had an internal error running this request".into() }))
-            .collect()
-    });
+            .collect(),
+    };
     let after = host.stats();
     let (mut texts, mut pairs) = (0, 0);
     for r in &requests {
@@ -290,7 +414,7 @@ fn has_pending() -> bool {
 fn take_pending() -> Vec<Item> {
     // SAFETY: plain reads of this process's globals.
     let (me, now) = unsafe { (pg_sys::MyProcPid, pg_sys::GetCurrentTimestamp()) };
-    let taken: Vec<(usize, u64, pg_sys::dsm_handle, usize)> = {
+    let taken: Vec<(usize, u64, pg_sys::dsm_handle, usize, u32)> = {
         let mut s = STATE.exclusive();
         // Replies nobody will read: their backend exited (a FATAL does not unwind to give the slot up).
         for slot in s.slots.iter_mut() {
@@ -308,7 +432,7 @@ fn take_pending() -> Vec<Item> {
                 slot.state = SlotState::Running;
                 slot.worker_pid = me;
                 wait_us += (now - slot.queued_at).max(0) as u64;
-                (i, slot.seq, slot.handle, slot.request_len as usize)
+                (i, slot.seq, slot.handle, slot.request_len as usize, slot.owner_role)
             })
             .collect::<Vec<_>>();
         s.counters.wait_us += wait_us;
@@ -317,7 +441,7 @@ fn take_pending() -> Vec<Item> {
         taken
     };
     let mut items = Vec::with_capacity(taken.len());
-    for (slot, seq, handle, request_len) in taken {
+    for (slot, seq, handle, request_len, owner) in taken {
         // SAFETY: NULL when the backend gave up and its segment is gone; detached when the request completes.
         let segment = unsafe { pg_sys::dsm_attach(handle) };
         if segment.is_null() {
@@ -344,7 +468,9 @@ fn take_pending() -> Vec<Item> {
         let bytes = unsafe { std::slice::from_raw_parts(base.add(HEADER), request_len) };
         let reply = ReplyArea { base, len, reply_at: HEADER + request_len };
         match Request::decode(bytes) {
-            Ok(request) => items.push(Item { slot, seq, segment, reply, request }),
+            Ok(request) => {
+                items.push(Item { slot, seq, segment, reply, request, owner, big: request_len > BIG_REQUEST_BYTES })
+            }
             Err(e) => {
                 let n = reply.write(&Err(e));
                 // SAFETY: mapped above, used by nobody else.

@@ -40,6 +40,8 @@ pub struct Slot {
     pub request_len: u32,
     pub reply_len: u32,
     pub owner_pid: i32,
+    /// The backend's login role (its session user): the worker shares its runners between roles.
+    pub owner_role: u32,
     pub latch: *mut pg_sys::Latch,
     pub worker_pid: i32,
     pub queued_at: i64,
@@ -53,6 +55,7 @@ impl Slot {
         request_len: 0,
         reply_len: 0,
         owner_pid: 0,
+        owner_role: 0,
         latch: std::ptr::null_mut(),
         worker_pid: 0,
         queued_at: 0,

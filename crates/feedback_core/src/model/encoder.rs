@@ -20,8 +20,11 @@ use super::error::{ModelError, Result};
 use super::manifest::{Manifest, ModelKind};
 use super::pooling::{l2_normalize, pool};
 
-/// Inputs tokenized between two calls of the caller's `between` callback.
+/// Inputs tokenized between two calls of the caller's `between` callback: at most this many, and no more input
+/// bytes after this many (one input of the largest size the extension accepts takes a few tens of milliseconds,
+/// so a cancelled call stops within about that).
 const TOKENIZE_CHUNK: usize = 64;
+const TOKENIZE_CHUNK_BYTES: usize = 64 * 1024;
 
 /// A call whose largest run pads to more tokens than this returns the CPU arena's free memory to the system after
 /// its last run. The arena keeps its peak otherwise: after one call with runs of 8192 tokens, an idle backend would
@@ -171,19 +174,25 @@ impl Loaded {
     }
 
     /// Tokenizes `count` inputs (made by `input(i)`) with special tokens, truncated to the model's limit and not
-    /// padded, calling `between` before every chunk of [`TOKENIZE_CHUNK`] inputs after the first.
+    /// padded, calling `between` between chunks of [`TOKENIZE_CHUNK`] inputs or [`TOKENIZE_CHUNK_BYTES`] bytes
+    /// (`bytes(i)` is input i's length), whichever comes first.
     fn tokenize<'s, E: Into<EncodeInput<'s>>>(
         &self,
         count: usize,
         input: impl Fn(usize) -> E,
+        bytes: impl Fn(usize) -> usize,
         between: &mut dyn FnMut(),
     ) -> Result<Vec<Tokens>> {
         let fail = |e: String| ModelError::Tokenizer { name: self.manifest.name.clone(), reason: e };
         let mut out = Vec::with_capacity(count);
+        let (mut inputs, mut chunk_bytes) = (0usize, 0usize);
         for i in 0..count {
-            if i > 0 && i % TOKENIZE_CHUNK == 0 {
+            if inputs == TOKENIZE_CHUNK || chunk_bytes >= TOKENIZE_CHUNK_BYTES {
                 between();
+                (inputs, chunk_bytes) = (0, 0);
             }
+            inputs += 1;
+            chunk_bytes += bytes(i);
             let encoding = self.tokenizer.encode_fast(input(i), true).map_err(|e| fail(e.to_string()))?;
             out.push(Tokens { ids: encoding.get_ids().to_vec(), type_ids: encoding.get_type_ids().to_vec() });
         }
@@ -304,6 +313,7 @@ impl Embedder {
         let tokens = self.model.tokenize(
             texts.len(),
             |i| if prefix.is_empty() { Cow::Borrowed(texts[i]) } else { Cow::Owned(format!("{prefix}{}", texts[i])) },
+            |i| prefix.len() + texts[i].len(),
             between,
         )?;
         let pooling = self.model.manifest.pooling.expect("validated: embedding models have pooling");
@@ -417,7 +427,8 @@ impl CrossEncoder {
         limits: RunLimits,
         between: &mut dyn FnMut(),
     ) -> Result<Vec<f32>> {
-        let tokens = self.model.tokenize(pairs.len(), |i| pairs[i], between)?;
+        let tokens =
+            self.model.tokenize(pairs.len(), |i| pairs[i], |i| pairs[i].0.len() + pairs[i].1.len(), between)?;
         let (runs, shrink) = self.model.plan(&tokens, limits);
         let last = runs.len().saturating_sub(1);
         let mut out = vec![0f32; pairs.len()];

@@ -41,6 +41,10 @@ pub enum ModelError {
     #[error("inference failed in model \"{name}\": {reason}")]
     Inference { name: String, reason: String },
 
+    /// The call was cancelled while a host ran it (see `cancel`): its caller stopped waiting.
+    #[error("the model call was cancelled")]
+    Cancelled,
+
     /// The shared inference worker could not answer (not running, restarted mid-request, or a protocol error).
     #[error("the pg_feedback inference worker {reason}")]
     Worker { reason: String },

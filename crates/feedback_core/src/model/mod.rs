@@ -5,6 +5,7 @@
 //! process; [`remote::RemoteHost`] forwards to the extension's shared background worker, which answers with
 //! [`remote::serve`].
 
+pub mod cancel;
 mod encoder;
 mod error;
 mod host;

@@ -90,27 +90,71 @@ pub struct PromptNote<'a> {
 /// order; each goes in if the whole block (counted by `count_tokens`) still fits `max_tokens`, else it is skipped
 /// and the next is tried, so lessons stay in rank order and are numbered 1, 2, … without gaps. Returns the block
 /// and how many notes it holds. When nothing fits or nothing was retrieved, the fence holds [`NO_CORRECTIONS`].
+///
+/// Linear: each note's text is counted once, and the block's count is added up from its parts (see
+/// [`BlockCount`]) instead of re-counting the whole block per note tried. The block chosen is counted once more at
+/// the end; should a tokenizer count it higher than its parts (one that merges across whitespace), the last
+/// lessons go until it fits, so the budget holds whatever the tokenizer.
 pub fn context_block<E>(
     notes: &[PromptNote<'_>],
     max_tokens: usize,
     count_tokens: &mut dyn FnMut(&str) -> Result<usize, E>,
 ) -> Result<(String, usize), E> {
-    let render = |items: &[String]| {
-        let body = if items.is_empty() { NO_CORRECTIONS.to_string() } else { items.join("\n") };
-        format!("{FENCE_OPEN}\n{body}\n{FENCE_CLOSE}\n{UNTRUSTED_NOTICE}")
-    };
+    let mut block = BlockCount::new(count_tokens)?;
     let mut items: Vec<String> = Vec::new();
     for note in notes {
-        let item =
-            format!("{}. {} (Correction: {})", items.len() + 1, neutralize(note.lesson), neutralize(note.correction));
-        items.push(item);
-        if count_tokens(&render(&items))? > max_tokens {
-            // Skipped, not truncated: see the module documentation.
-            items.pop();
+        let body = format!("{} (Correction: {})", neutralize(note.lesson), neutralize(note.correction));
+        let cost = block.item_cost(items.len() + 1, &body, count_tokens)?;
+        if block.tokens + cost <= max_tokens {
+            block.tokens += cost;
+            items.push(format!("{}. {body}", items.len() + 1));
         }
+        // Else skipped, not truncated: see the module documentation.
+    }
+    while !items.is_empty() && count_tokens(&render(&items))? > max_tokens {
+        items.pop();
     }
     let n = items.len();
     Ok((render(&items), n))
+}
+
+fn render(items: &[String]) -> String {
+    let body = if items.is_empty() { NO_CORRECTIONS.to_string() } else { items.join("\n") };
+    format!("{FENCE_OPEN}\n{body}\n{FENCE_CLOSE}\n{UNTRUSTED_NOTICE}")
+}
+
+/// A block's token count, added up from its parts: the frame (fences, notice and the line breaks around the
+/// body), then per lesson its number (`"3."`), its text, and the line break before it (none before the first).
+/// Exact for tokenizers that split on whitespace before anything else (the BERT WordPiece tokenizers of the
+/// models installed here): the parts are whitespace-separated, so the block's tokens are the sum of theirs.
+struct BlockCount {
+    tokens: usize,
+    separator: usize,
+    numbers: Vec<usize>,
+}
+
+impl BlockCount {
+    fn new<E>(count_tokens: &mut dyn FnMut(&str) -> Result<usize, E>) -> Result<Self, E> {
+        let frame = count_tokens(&format!("{FENCE_OPEN}\n\n{FENCE_CLOSE}\n{UNTRUSTED_NOTICE}"))?;
+        let separator = count_tokens("\n")?;
+        Ok(BlockCount { tokens: frame, separator, numbers: Vec::new() })
+    }
+
+    /// Tokens the lesson numbered `n` with text `body` adds to the block.
+    fn item_cost<E>(
+        &mut self,
+        n: usize,
+        body: &str,
+        count_tokens: &mut dyn FnMut(&str) -> Result<usize, E>,
+    ) -> Result<usize, E> {
+        // Numbers are counted once each (a lesson skipped at number n leaves n for the next one).
+        while self.numbers.len() < n {
+            let k = self.numbers.len() + 1;
+            self.numbers.push(count_tokens(&format!("{k}."))?);
+        }
+        let separator = if n > 1 { self.separator } else { 0 };
+        Ok(separator + self.numbers[n - 1] + count_tokens(body)?)
+    }
 }
 
 /// The whole prompt: caller's instructions, a blank line, the context block.
@@ -281,5 +325,80 @@ mod tests {
         let notes = [PromptNote { lesson: "a long lesson", correction: "x" }];
         let (_, n) = build_prompt("", &notes, 5, &mut words).unwrap();
         assert_eq!(n, 0);
+    }
+
+    /// Counts words and records how many bytes it was asked to count.
+    struct Meter {
+        bytes: usize,
+        calls: usize,
+    }
+
+    impl Meter {
+        fn count(&mut self, s: &str) -> Result<usize, ()> {
+            self.bytes += s.len();
+            self.calls += 1;
+            words(s)
+        }
+    }
+
+    #[test]
+    fn each_note_is_counted_once() {
+        for n in [10usize, 100, 400] {
+            let lessons: Vec<String> =
+                (0..n).map(|i| format!("lesson {i}: always pass a timeout to requests.get in service code")).collect();
+            let notes: Vec<PromptNote> =
+                lessons.iter().map(|l| PromptNote { lesson: l, correction: "use timeout=10" }).collect();
+            let input: usize = notes.iter().map(|p| p.lesson.len() + p.correction.len()).sum();
+            let mut meter = Meter { bytes: 0, calls: 0 };
+            let (block, k) = context_block(&notes, usize::MAX, &mut |s| meter.count(s)).unwrap();
+            assert_eq!(k, n);
+            // Each note once, each number once, the frame, the separator, and the final block once.
+            assert!(meter.calls <= 2 * n + 3, "{n} notes: {} counts", meter.calls);
+            assert!(meter.bytes <= 2 * (block.len() + input) + 1024, "{n} notes: {} bytes counted", meter.bytes);
+        }
+    }
+
+    /// The old assembly, re-counting the whole block per note tried: the reference the linear one must match.
+    fn recounted(notes: &[PromptNote<'_>], max_tokens: usize) -> (String, usize) {
+        let mut items: Vec<String> = Vec::new();
+        for note in notes {
+            items.push(format!(
+                "{}. {} (Correction: {})",
+                items.len() + 1,
+                neutralize(note.lesson),
+                neutralize(note.correction)
+            ));
+            if words(&render(&items)).unwrap() > max_tokens {
+                items.pop();
+            }
+        }
+        let n = items.len();
+        (render(&items), n)
+    }
+
+    #[test]
+    fn the_sum_of_the_parts_gives_what_recounting_the_block_gives() {
+        let lessons = ["a b c d e f", "g h", "one  two\tthree <x>", "", "k l m n o p q r s t u v"];
+        let notes: Vec<PromptNote> =
+            (0..40).map(|i| PromptNote { lesson: lessons[i % lessons.len()], correction: "fix it" }).collect();
+        for budget in [1, 30, 40, 60, 75, 100, 150, 400, 10_000] {
+            let linear = context_block(&notes, budget, &mut words).unwrap();
+            assert_eq!(linear, recounted(&notes, budget), "budget {budget}");
+            assert!(linear.1 == 0 || words(&linear.0).unwrap() <= budget, "budget {budget}");
+        }
+    }
+
+    #[test]
+    fn a_tokenizer_that_counts_the_block_higher_than_its_parts_still_keeps_the_budget() {
+        // Counts one extra token per line break inside a text longer than one line (a tokenizer that does not
+        // split on whitespace first would disagree with the sum of the parts like this).
+        let mut merging = |s: &str| Ok::<usize, ()>(words(s).unwrap() + s.matches('\n').count().saturating_sub(1));
+        let notes: Vec<PromptNote> = (0..10).map(|_| PromptNote { lesson: "one two three", correction: "x" }).collect();
+        let frame = words(&render(&[])).unwrap();
+        for budget in [frame + 5, frame + 12, frame + 30] {
+            let (block, n) = context_block(&notes, budget, &mut merging).unwrap();
+            assert!(n > 0, "{budget}: {block}");
+            assert!(merging(&block).unwrap() <= budget, "{budget}: {block}");
+        }
     }
 }
