@@ -6,9 +6,10 @@
 #      run in the shared inference worker) and without (models run in each backend). pg_regress (psql), expected
 #      output (including error text) compared line by line; 16 concurrent writers and isolation levels, roles, the
 #      survival of notes through ALTER EXTENSION UPDATE from 0.1.0, pg_dump/restore and re-embedding (psycopg,
-#      pg_dump, pg_restore); the bad-input matrix; a streaming replica (pg_basebackup -R, hot standby on the next
-#      port); a backend killed by SIGKILL mid-COPY (crash recovery; last, it restarts every backend); in worker
-#      mode also the worker's own tests (tests/e2e/worker.py).
+#      pg_dump, pg_restore); the red-team findings replayed as the roles that found them; the bad-input matrix;
+#      floods of the shared worker; a streaming replica (pg_basebackup -R, hot standby on the next port); a backend
+#      killed by SIGKILL mid-COPY (crash recovery; last, it restarts every backend); in worker mode also the worker's
+#      own tests (tests/e2e/worker.py).
 # FB_TEST_ONLY=e2e runs only level 3 (the build must be installed: scripts/install_ext.sh does it).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -42,7 +43,7 @@ trap 'bash "$ROOT/scripts/pg.sh" stop "$e2e_data" >/dev/null 2>&1' EXIT
 
 # Runs pg_regress and the e2e scripts against a fresh server; $1 = worker (preloaded) or backend.
 suite() {
-    local mode="$1" preload=1 scripts="concurrent_ingest guard survive matrix flood replica"
+    local mode="$1" preload=1 scripts="concurrent_ingest guard redteam survive matrix flood replica"
     [ "$mode" = backend ] && preload=0
     [ "$mode" = worker ] && scripts="$scripts worker"
     scripts="$scripts crash"   # last: it restarts every backend of the server

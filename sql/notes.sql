@@ -717,6 +717,8 @@ DECLARE
     restored bigint;
     model text;
     slot smallint;
+    chunk_bytes bigint := greatest(_fb_setting('pg_feedback.max_call_bytes')::bigint
+                                   - _fb_setting('pg_feedback.max_input_bytes')::bigint, 1);
 BEGIN
     SELECT array_agg(i.id ORDER BY i.id) FILTER (WHERE i.embedding_model IS NULL AND i.embedding_alt_model IS NULL
                                                     AND i.status IN ('active', 'pending')),
@@ -743,11 +745,17 @@ BEGIN
     END IF;
     IF new_ids IS NOT NULL THEN
         SELECT a.slot, a.model INTO slot, model FROM _fb_lock_active_model() a;
+        -- Chunks of at most 1024 rows and, for a writer, at most pg_feedback.max_call_bytes of text (less one
+        -- text's worth), so that a bulk load never trips the per-call cap meant for single calls.
         FOR chunk IN
-            SELECT array_agg(id) AS ids, array_agg(fb_document_text(task_type, lesson)) AS docs
-              FROM (SELECT i.id, i.task_type, i.lesson, (row_number() OVER ()) / 1024 AS part
-                      FROM inserted_notes i WHERE i.id = ANY (new_ids)) s
-             GROUP BY part
+            SELECT array_agg(id) AS ids, array_agg(doc) AS docs
+              FROM (SELECT d.id, d.doc, d.n / 1024 AS part,
+                           (sum(octet_length(d.doc)) OVER (ORDER BY d.n) - 1) / chunk_bytes AS bytes_part
+                      FROM (SELECT i.id, fb_document_text(i.task_type, i.lesson) AS doc,
+                                   row_number() OVER (ORDER BY i.id) AS n
+                              FROM inserted_notes i WHERE i.id = ANY (new_ids)) d) s
+             GROUP BY part, bytes_part
+             ORDER BY part, bytes_part
         LOOP
             -- Embed in its own step: inside the UPDATE, the planner's row estimate for unnest() would evaluate
             -- the STABLE call once at plan time and the executor again, running the model twice.

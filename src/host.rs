@@ -35,12 +35,15 @@ pub fn check_size(what: &str, text: &str) {
 }
 
 /// Refuses a call whose inputs total more than `pg_feedback.max_call_bytes` (`what` names them), before any work.
-/// Superusers are not held to it: the insert trigger and `fb_reembed` run as the extension's owner and embed a
-/// statement's rows in chunks of their own, each model run bounded by `pg_feedback.max_batch_tokens`.
+/// The role acting is what counts, not the current user: `fb_retrieve` and the insert trigger run as the
+/// extension's owner (SECURITY DEFINER) for any caller, so only a session acting as a superuser (SET ROLE role, else
+/// the session user: `GetOuterUserId`) is not held to it, e.g. for `fb_reembed`. The insert trigger embeds a
+/// writer's rows in chunks that stay under the limit.
 pub fn check_call(what: &str, total: usize) {
     let limit = gucs::max_call_bytes();
-    // SAFETY: superuser() reads the current user's catalog row; called on the backend's main thread.
-    if total > limit && !unsafe { pgrx::pg_sys::superuser() } {
+    // SAFETY: GetOuterUserId and superuser_arg read backend state and the role's catalog row; called on the
+    // backend's main thread.
+    if total > limit && !unsafe { pgrx::pg_sys::superuser_arg(pgrx::pg_sys::GetOuterUserId()) } {
         FbError::limit_exceeded(
             format!("{what} total {total} bytes, more than pg_feedback.max_call_bytes ({limit})"),
             "Send fewer or shorter texts per call: split the array over several calls. A superuser can raise \

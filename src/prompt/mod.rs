@@ -28,7 +28,8 @@ fn _fb_build_prompt(
         .report(),
     };
     // Both caps before any tokenizer runs: each lesson and correction, and their total. The instructions are not
-    // tokenized (they are not part of the counted block) and are not capped.
+    // tokenized (they are not part of the counted block), but they are copied into the prompt: capped per text.
+    host::check_size("base_instructions", instructions.unwrap_or(""));
     let mut total = 0usize;
     let texts = lessons.iter().map(|t| ("lesson", t)).chain(corrections.iter().map(|t| ("correction", t)));
     for (what, text) in texts {
