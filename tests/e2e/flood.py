@@ -24,6 +24,11 @@ PORT = int(sys.argv[1])
 ONLY = sys.argv[3:]
 DB = "fb_flood_e2e"
 READER = "fb_flood_r"
+# Readers hold no internal function of retrieval (fb_retrieve and fb_build_prompt run as the extension owner); the
+# caps must hold whoever can call one all the same, so a role an administrator granted them checks those.
+INTERNAL = "fb_flood_internal"
+INTERNAL_FUNCTIONS = "_fb_rerank_selective(text, text[], real[], boolean, integer, real, real, integer, real, real), " \
+                     "_fb_build_prompt(text, text[], text[], integer)"
 # Small caps for the test (set per database by the superuser), so over-cap calls stay cheap to send.
 TEXT_CAP = 16 * 1024
 CALL_CAP = 256 * 1024
@@ -40,6 +45,10 @@ def setup():
         c.execute(f"DROP ROLE IF EXISTS {READER}")
         c.execute(f"CREATE ROLE {READER} LOGIN")
         c.execute(f"GRANT feedback_reader TO {READER}")
+        c.execute(f"DROP ROLE IF EXISTS {INTERNAL}")
+        c.execute(f"CREATE ROLE {INTERNAL} LOGIN")
+        c.execute(f"GRANT feedback_reader TO {INTERNAL}")
+        c.execute(f"GRANT EXECUTE ON FUNCTION {INTERNAL_FUNCTIONS} TO {INTERNAL}")
         c.execute(f"ALTER DATABASE {DB} SET pg_feedback.max_input_bytes = {TEXT_CAP}")
         c.execute(f"ALTER DATABASE {DB} SET pg_feedback.max_call_bytes = {CALL_CAP}")
 
@@ -49,10 +58,15 @@ def mode():
         return one(c, "SELECT mode FROM feedback_worker")
 
 
+def user_for(sql):
+    return INTERNAL if "_fb_rerank_selective" in sql or "_fb_build_prompt" in sql else READER
+
+
 def refused(sql, params, what):
-    """Runs sql as the reader; it must fail with 54000, a HINT naming the setting, a message naming the value and
-    the limit, quickly and without any model work in this backend."""
-    with connect() as c:
+    """Runs sql as the reader (or, for an internal function, a role granted it); it must fail with 54000, a HINT
+    naming the setting, a message naming the value and the limit, quickly and without any model work in this
+    backend."""
+    with connect(user_for(sql)) as c:
         before = one(c, "SELECT (embed_runs, rerank_runs) FROM fb_model_stats()")
         t0 = time.perf_counter()
         try:
@@ -112,18 +126,31 @@ def test_every_capped_function_refuses_an_oversized_call():
         assert "max_call_bytes" in msg, f"{what}: {msg}"
 
 
+def test_internal_functions_are_not_the_readers():
+    with connect() as c:
+        for sql in ("SELECT _fb_build_prompt('', ARRAY['x'], ARRAY['x'], 800)",
+                    "SELECT _fb_rerank_selective('q', ARRAY['p'], ARRAY[0.9]::real[])"):
+            try:
+                c.execute(sql)
+            except psycopg.Error as e:
+                assert e.sqlstate == "42501", e
+            else:
+                raise AssertionError(f"a reader may run {sql}")
+
+
 def test_calls_within_the_caps_still_work():
     with connect() as c:
         assert one(c, "SELECT cardinality(fb_embed_batch(%s))", (MANY[:8],)) == 8
         assert len(one(c, "SELECT fb_rerank('q', %s)", (MANY[:4],))) == 4
         assert one(c, "SELECT fb_count_tokens(%s)", (PIECE,)) > 3000
+    with connect(INTERNAL) as c:
         p = one(c, "SELECT _fb_build_prompt('Review.', %s, %s, 800)",
                 (["always set a timeout", PIECE], ["requests.get(url, timeout=10)", "x"]))
         assert "1. always set a timeout" in p and "word word" not in p, p
 
 
 def test_the_red_team_prompt_call_is_refused():
-    with connect() as c:
+    with connect(INTERNAL) as c:
         try:
             c.execute("SELECT _fb_build_prompt('', ARRAY[repeat('word ', 800000)], ARRAY['x'], 2000000000)")
         except psycopg.Error as e:
@@ -216,6 +243,7 @@ if __name__ == "__main__":
     setup()
     print(f"# inference mode: {mode()}", flush=True)
     tests = [test_every_capped_function_refuses_an_oversized_text, test_every_capped_function_refuses_an_oversized_call,
-             test_calls_within_the_caps_still_work, test_the_red_team_prompt_call_is_refused,
+             test_internal_functions_are_not_the_readers, test_calls_within_the_caps_still_work,
+             test_the_red_team_prompt_call_is_refused,
              test_cancelled_big_requests_stop_in_the_worker, test_the_worker_survives_a_flood_of_cancelled_calls]
     run_tests("flood", [t for t in tests if not ONLY or t.__name__ in ONLY])
