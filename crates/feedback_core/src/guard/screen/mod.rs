@@ -1,0 +1,109 @@
+//! Prompt-injection screening.
+//!
+//! The text is first normalised ([`normalize_for_screening`]): Unicode TAG characters are decoded and their
+//! hidden text appended on its own line, invisible characters (zero-width, bidi controls, soft hyphen,
+//! variation selectors, ...) are removed, decorative combining marks ("Zalgo") are dropped, NFKC folds
+//! full-width and styled letters, curly quotes and dashes become ASCII, emphasis marks (`*`, backticks) go,
+//! Cyrillic/Greek/Armenian look-alikes inside Latin words become Latin, and whitespace runs collapse.
+//!
+//! Rules then match case-insensitively. Most are verb + object phrases ("ignore" + "previous" +
+//! "instructions"); a few have a context check on top: not negated ("never report the code as safe" is a
+//! lesson, not an attack), universal ("report *everything* as safe"), not scoped ("don't flag vulnerabilities
+//! *in test fixtures*" is a reviewer's lesson), a real destination for exfiltration phrases.
+//!
+//! Families: `override` (instruction overrides in en de fr es it pt nl ru zh ja pl ko, plus the common phrasing
+//! in uk tr ar hi vi id sv/da/no cs el he), `role_marker` (fences, chat-template tokens, turn prefixes),
+//! `obfuscation` (tag characters, bidi overrides, zero-width characters inside words, mixed-script words,
+//! leetspeak, spelled-out, reversed and ROT13 attack words, hex / `\x` / `%` / `&#` encoded payloads),
+//! `base64` (a blob that decodes to text that itself screens as an attack), `exfiltration` (markdown images and
+//! URLs carrying placeholders, "send the conversation to ..."), `tool_call` (shell pipes from a URL, reverse
+//! shells, `rm -rf /`, PowerShell download-and-run, tool-call markup and JSON).
+//!
+//! Cost: each rule declares a few lower-case needles with its pattern (see [`rules`]); a rule's regex runs only when the lower-cased
+//! text contains one, so a benign note runs a handful of the ~110 rules. Patterns written in ASCII use ASCII
+//! word boundaries, which keep the regex crate on its fast DFA for non-ASCII text.
+//!
+//! Modules: [`normalize`] (the text rules see), [`rules`] (the phrase rules, each with its prefilter needles and
+//! context check), [`detectors`] (views that are not one regex: URLs, leetspeak, spelled-out, reversed and
+//! ROT13 words, encoded and base64 payloads).
+
+mod detectors;
+mod normalize;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+use super::{truncate_span, Finding, Severity, SPAN_MAX_CHARS};
+pub(crate) use detectors::B64_STANDARD;
+use detectors::{
+    base64_payloads, escaped_payloads, exfiltration_urls, leetspeak, raw_obfuscation, reversed_or_rot13, spaced_letters,
+};
+use normalize::normalize;
+pub use normalize::normalize_for_screening;
+use rules::RULES;
+
+pub(crate) const OVERRIDE: &str = "override";
+pub(crate) const ROLE_MARKER: &str = "role_marker";
+pub(crate) const OBFUSCATION: &str = "obfuscation";
+pub(crate) const BASE64: &str = "base64";
+pub(crate) const EXFILTRATION: &str = "exfiltration";
+pub(crate) const TOOL_CALL: &str = "tool_call";
+
+/// How deep base64 inside base64 is followed.
+const MAX_DEPTH: usize = 2;
+/// At most this many base64 candidates are decoded per text (bounds the cost of hostile input).
+const MAX_BASE64_CANDIDATES: usize = 16;
+
+// ---------------------------------------------------------------------------------------------------------
+// Screening
+// ---------------------------------------------------------------------------------------------------------
+
+/// Screens one text. An empty list means clean; any finding means the note should be held for review.
+/// Findings of `text`, one per family and matched span (the first rule that matched names it).
+pub fn screen(text: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    raw_obfuscation(text, &mut out);
+    let n = normalize(text);
+    if let Some(word) = &n.mixed_script {
+        push(&mut out, "mixed_script_word", OBFUSCATION, Severity::Medium, word);
+    }
+    scan(&n.text, 0, &mut out);
+    out
+}
+
+pub(super) fn push(out: &mut Vec<Finding>, rule: &'static str, family: &'static str, severity: Severity, span: &str) {
+    let span = truncate_span(span.trim(), SPAN_MAX_CHARS);
+    // One finding per family and span: several rules of a family often match the same words, and a reviewer
+    // needs to see each suspicious span once.
+    if !out.iter().any(|f| (f.rule == rule || f.family == family) && f.span == span) {
+        out.push(Finding { rule, family, severity, span });
+    }
+}
+
+pub(super) fn scan(text: &str, depth: usize, out: &mut Vec<Finding>) {
+    let lower = text.to_lowercase().replace('\n', " ");
+    for rule in RULES.iter() {
+        if !rule.needles.is_empty() && !rule.needles.iter().any(|n| lower.contains(n)) {
+            debug_assert!(
+                !rule.re.is_match(text),
+                "guard rule {} matched {text:?} without any of its needles",
+                rule.name
+            );
+            continue;
+        }
+        for m in rule.re.find_iter(text) {
+            if rule.check.is_none_or(|check| check(text, m.start(), m.end())) {
+                push(out, rule.name, rule.family, rule.severity, m.as_str());
+                break;
+            }
+        }
+    }
+    exfiltration_urls(text, out);
+    leetspeak(text, out);
+    spaced_letters(text, out);
+    reversed_or_rot13(text, out);
+    if depth < MAX_DEPTH {
+        base64_payloads(text, depth, out);
+        escaped_payloads(text, depth, out);
+    }
+}
