@@ -38,7 +38,7 @@ pub(crate) use detectors::B64_STANDARD;
 use detectors::{
     base64_payloads, escaped_payloads, exfiltration_urls, leetspeak, raw_obfuscation, reversed_or_rot13, spaced_letters,
 };
-use normalize::normalize;
+use normalize::{decode_escapes, normalize};
 pub use normalize::normalize_for_screening;
 use rules::RULES;
 
@@ -62,12 +62,18 @@ const MAX_BASE64_CANDIDATES: usize = 16;
 /// Findings of `text`, one per family and matched span (the first rule that matched names it).
 pub fn screen(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
-    raw_obfuscation(text, &mut out);
+    // Escapes can spell tag characters, bidi controls and zero-width characters too: look at the decoded text.
+    raw_obfuscation(&decode_escapes(text).0, &mut out);
     let n = normalize(text);
     if let Some(word) = &n.mixed_script {
         push(&mut out, "mixed_script_word", OBFUSCATION, Severity::Medium, word);
     }
     scan(&n.text, 0, &mut out);
+    if n.decoded_escapes >= 3 && !out.is_empty() {
+        // Instruction-like text that arrived escaped: say so (the finding above names the decoded words).
+        let first = out[0].span.clone();
+        push(&mut out, "escaped_text", OBFUSCATION, Severity::High, &first);
+    }
     out
 }
 
@@ -83,7 +89,7 @@ pub(super) fn push(out: &mut Vec<Finding>, rule: &'static str, family: &'static 
 pub(super) fn scan(text: &str, depth: usize, out: &mut Vec<Finding>) {
     let lower = text.to_lowercase().replace('\n', " ");
     for rule in RULES.iter() {
-        if !rule.needles.is_empty() && !rule.needles.iter().any(|n| lower.contains(n)) {
+        if !rule.prefilter.iter().any(|n| lower.contains(n.as_str())) {
             debug_assert!(
                 !rule.re.is_match(text),
                 "guard rule {} matched {text:?} without any of its needles",

@@ -113,42 +113,18 @@ fn fold_punctuation(c: char) -> char {
     }
 }
 
-/// Removes combining marks from words where most letters carry them ("Zalgo" text: ï̸g̷n̴o̵r̶e̷), keeping
-/// ordinary accents (précédentes). Returns NFD text when it changes anything.
-fn strip_decorative_marks(text: &str) -> String {
-    if !text.chars().any(combining_mark) {
-        return text.to_string(); // decorative marks come as combining characters in the raw text
-    }
-    let decomposed: Vec<char> = text.nfd().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut start = 0;
-    while start < decomposed.len() {
-        let mut end = start;
-        while end < decomposed.len() && (decomposed[end].is_alphanumeric() || combining_mark(decomposed[end])) {
-            end += 1;
-        }
-        if end == start {
-            out.push(decomposed[start]);
-            start += 1;
-            continue;
-        }
-        let word = &decomposed[start..end];
-        let letters = word.iter().filter(|c| c.is_alphanumeric()).count();
-        let marked = word.windows(2).filter(|w| w[0].is_alphanumeric() && combining_mark(w[1])).count();
-        let decorative = marked >= 3 && marked * 2 >= letters;
-        out.extend(word.iter().filter(|&&c| !(decorative && combining_mark(c))));
-        start = end;
-    }
-    out
-}
-
 pub(super) struct Normalized {
     pub(super) text: String,
     /// The first word mixing Latin letters with Cyrillic/Greek look-alikes, before folding.
     pub(super) mixed_script: Option<String>,
+    /// How many `%XX`, `&...;` and `\u`/`\x`/`\U` escapes were decoded.
+    pub(super) decoded_escapes: usize,
 }
 
 pub(super) fn normalize(text: &str) -> Normalized {
+    // Escapes first: they can spell tag characters, invisibles and look-alikes as well as words.
+    let (decoded, decoded_escapes) = decode_escapes(text);
+    let text = decoded.as_str();
     // Tag characters: their ASCII payload goes to a hidden line, one line per run.
     let mut visible = String::with_capacity(text.len());
     let mut hidden = String::new();
@@ -177,16 +153,15 @@ pub(super) fn normalize(text: &str) -> Normalized {
 
     // NFKC, punctuation folding, whitespace collapsed (newlines kept, as line starts matter).
     let mut folded = String::with_capacity(visible.len());
-    let visible = strip_decorative_marks(&visible.replace("\r\n", "\n"));
-    let composed: Box<dyn Iterator<Item = char>> =
-        if visible.is_ascii() { Box::new(visible.chars()) } else { Box::new(visible.nfkc()) };
-    for c in composed {
+    let visible = visible.replace("\r\n", "\n");
+    let composed = if visible.is_ascii() { visible } else { fold_marks(&visible) };
+    for c in composed.chars() {
         if invisible(c) {
             continue;
         }
         let c = fold_punctuation(c);
         if combining_mark(c) {
-            continue; // marks left after NFKC are stacked or decorative: "ï̸g̷n̴o̵r̶e"
+            continue; // defensive: fold_marks already dropped them
         }
         if c == '*' || c == '`' {
             continue; // emphasis and code marks split phrases: "**ignore** all previous instructions"
@@ -231,13 +206,235 @@ pub(super) fn normalize(text: &str) -> Normalized {
         }
     }
     flush(&mut word, &mut out, &mut mixed_script);
-    Normalized { text: out, mixed_script }
+    Normalized { text: out, mixed_script, decoded_escapes }
 }
 
-/// The text rules match against: tag characters decoded (their hidden text appended on its own line),
-/// invisible characters and decorative combining marks removed, NFKC, ASCII quotes and dashes, `*` and
+/// The text rules match against: `%XX`, HTML entities and `\u`/`\x`/`\U` escapes decoded (twice at most), tag
+/// characters decoded (their hidden text appended on its own line),
+/// invisible characters removed, NFKD with the Latin/Greek/Cyrillic combining marks dropped (accents
+/// too: "précédentes" becomes "precedentes", "İgnore" becomes "Ignore") and then NFC (Hangul and kana recompose), ASCII quotes and dashes, `*` and
 /// backticks dropped, look-alike letters inside Latin words folded to Latin, whitespace runs collapsed to one
 /// space (line breaks kept).
 pub fn normalize_for_screening(text: &str) -> String {
     normalize(text).text
+}
+
+/// NFKD, combining marks dropped, NFC: full-width and styled letters fold to ASCII, accents and stacked marks
+/// ("ï̸g̷n̴o̵r̶e", the dot of "İ") go, Hangul syllables and kana recompose. Rule patterns and needles get the
+/// same fold, so a rule written with accents still matches.
+pub(crate) fn fold_marks(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_string();
+    }
+    text.nfkd().filter(|&c| !combining_mark(c)).nfc().collect()
+}
+
+/// Named HTML entities worth decoding: markup, quotes and spaces, and the letters attackers spell with them.
+fn named_entity(name: &str) -> Option<char> {
+    Some(match name {
+        "lt" => '<',
+        "gt" => '>',
+        "amp" => '&',
+        "quot" => '"',
+        "apos" => '\'',
+        "nbsp" | "ensp" | "emsp" | "thinsp" => ' ',
+        "lsquo" | "rsquo" | "sbquo" => '\'',
+        "ldquo" | "rdquo" | "bdquo" => '"',
+        "ndash" | "mdash" | "minus" => '-',
+        "colon" => ':',
+        "sol" => '/',
+        "bsol" => '\\',
+        "lpar" => '(',
+        "rpar" => ')',
+        "lbrack" | "lsqb" => '[',
+        "rbrack" | "rsqb" => ']',
+        "lbrace" | "lcub" => '{',
+        "rbrace" | "rcub" => '}',
+        "excl" => '!',
+        "quest" => '?',
+        "period" => '.',
+        "comma" => ',',
+        "semi" => ';',
+        "equals" => '=',
+        "num" => '#',
+        "percnt" => '%',
+        "commat" => '@',
+        "verbar" | "vert" => '|',
+        "lowbar" => '_',
+        "ast" => '*',
+        "grave" => '`',
+        "Hat" => '^',
+        "tilde" => '~',
+        "zwsp" | "zwj" | "zwnj" | "shy" | "lrm" | "rlm" => '\u{200B}',
+        "newline" => '\n',
+        "tab" => '\t',
+        _ => {
+            // Accented letters: &eacute; &Iuml; &ccedil; &ntilde; &aring; &oslash; ...
+            let (base, accent) = name.split_at(1);
+            let base = base.chars().next()?;
+            if base.is_ascii_alphabetic()
+                && matches!(accent, "acute" | "grave" | "circ" | "uml" | "tilde" | "ring" | "cedil" | "slash" | "caron" | "dot")
+            {
+                base
+            } else {
+                return None;
+            }
+        }
+    })
+}
+
+/// Decodes `%XX` runs (as UTF-8), HTML entities (named and numeric), `\uXXXX` (with surrogate pairs),
+/// `\u{X...}`, `\UXXXXXXXX` and `\xXX` runs (as UTF-8). Up to three passes for double encoding (`%2569`),
+/// each linear in the text. Control characters other than tab and newline are dropped. Returns the text and the
+/// number of escapes decoded.
+pub(super) fn decode_escapes(text: &str) -> (String, usize) {
+    if !text.contains(['%', '&', '\\']) {
+        return (text.to_string(), 0);
+    }
+    let mut out = text.to_string();
+    let mut total = 0;
+    for _ in 0..3 {
+        let (next, n) = decode_pass(&out);
+        total += n;
+        out = next;
+        if n == 0 || !out.contains(['%', '&', '\\']) {
+            break;
+        }
+    }
+    (out, total)
+}
+
+fn hex_val(b: u8) -> Option<u32> {
+    (b as char).to_digit(16)
+}
+
+/// `n` hex digits at `b[at..]`.
+fn hex_at(b: &[u8], at: usize, n: usize) -> Option<u32> {
+    if at + n > b.len() {
+        return None;
+    }
+    b[at..at + n].iter().try_fold(0u32, |acc, &d| Some(acc * 16 + hex_val(d)?))
+}
+
+fn push_decoded(out: &mut String, c: char) {
+    if !c.is_control() || c == '\n' || c == '\t' {
+        out.push(c);
+    }
+}
+
+fn decode_pass(text: &str) -> (String, usize) {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut count = 0;
+    let mut i = 0;
+    let mut bytes = Vec::new();
+    // A run of byte escapes (%XX or \xXX) decodes as UTF-8; an invalid run is kept as written.
+    let flush_bytes = |bytes: &mut Vec<u8>, raw_start: usize, raw_end: usize, out: &mut String, count: &mut usize| {
+        if bytes.is_empty() {
+            return;
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(s) => {
+                *count += bytes.len();
+                s.chars().for_each(|c| push_decoded(out, c));
+            }
+            Err(_) => out.push_str(&text[raw_start..raw_end]),
+        }
+        bytes.clear();
+    };
+    while i < b.len() {
+        // Byte escapes: collect a run.
+        let run_start = i;
+        loop {
+            if b.get(i) == Some(&b'%') {
+                if let Some(v) = hex_at(b, i + 1, 2) {
+                    bytes.push(v as u8);
+                    i += 3;
+                    continue;
+                }
+            } else if b.get(i) == Some(&b'\\') && matches!(b.get(i + 1), Some(b'x' | b'X')) {
+                if let Some(v) = hex_at(b, i + 2, 2) {
+                    bytes.push(v as u8);
+                    i += 4;
+                    continue;
+                }
+            }
+            break;
+        }
+        if i > run_start {
+            flush_bytes(&mut bytes, run_start, i, &mut out, &mut count);
+            continue;
+        }
+        match b[i] {
+            b'\\' if matches!(b.get(i + 1), Some(b'u')) => {
+                if b.get(i + 2) == Some(&b'{') {
+                    let close = b[i + 3..].iter().take(7).position(|&c| c == b'}');
+                    if let Some(len) = close.filter(|&l| l > 0) {
+                        if let Some(c) = hex_at(b, i + 3, len).and_then(char::from_u32) {
+                            push_decoded(&mut out, c);
+                            count += 1;
+                            i += 4 + len;
+                            continue;
+                        }
+                    }
+                } else if let Some(v) = hex_at(b, i + 2, 4) {
+                    if (0xD800..0xDC00).contains(&v) && b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') {
+                        if let Some(lo) = hex_at(b, i + 8, 4).filter(|lo| (0xDC00..0xE000).contains(lo)) {
+                            let c = char::from_u32(0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00));
+                            if let Some(c) = c {
+                                push_decoded(&mut out, c);
+                                count += 1;
+                                i += 12;
+                                continue;
+                            }
+                        }
+                    }
+                    if let Some(c) = char::from_u32(v) {
+                        push_decoded(&mut out, c);
+                        count += 1;
+                        i += 6;
+                        continue;
+                    }
+                }
+            }
+            b'\\' if matches!(b.get(i + 1), Some(b'U')) => {
+                if let Some(c) = hex_at(b, i + 2, 8).and_then(char::from_u32) {
+                    push_decoded(&mut out, c);
+                    count += 1;
+                    i += 10;
+                    continue;
+                }
+            }
+            b'&' => {
+                // &name; or &#NNN; or &#xHH; within 12 bytes.
+                let semi = b[i + 1..].iter().take(12).position(|&c| c == b';');
+                if let Some(len) = semi.filter(|&l| l > 0) {
+                    let body = &text[i + 1..i + 1 + len];
+                    let c = if let Some(num) = body.strip_prefix('#') {
+                        match num.strip_prefix(['x', 'X']) {
+                            Some(h) => u32::from_str_radix(h, 16).ok(),
+                            None => num.parse::<u32>().ok(),
+                        }
+                        .and_then(char::from_u32)
+                    } else if body.bytes().all(|c| c.is_ascii_alphanumeric()) {
+                        named_entity(body)
+                    } else {
+                        None
+                    };
+                    if let Some(c) = c {
+                        push_decoded(&mut out, c);
+                        count += 1;
+                        i += len + 2;
+                        continue;
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Copy one character.
+        let ch_len = text[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&text[i..i + ch_len]);
+        i += ch_len;
+    }
+    (out, count)
 }

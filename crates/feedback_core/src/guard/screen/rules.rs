@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexBuilder};
 
 use super::{EXFILTRATION, OVERRIDE, ROLE_MARKER, TOOL_CALL};
+use super::normalize::fold_marks;
 use crate::guard::Severity;
 
 /// A context check on a match: `(text, start, end) -> keep`.
@@ -13,6 +14,8 @@ type Check = fn(&str, usize, usize) -> bool;
 pub(super) struct Rule {
     pub(super) name: &'static str,
     pub(super) needles: &'static [&'static str],
+    /// The needles folded like the text ([`fold_marks`]): what the prefilter looks for.
+    pub(super) prefilter: Vec<String>,
     pub(super) family: &'static str,
     pub(super) severity: Severity,
     pub(super) re: Regex,
@@ -22,6 +25,7 @@ pub(super) struct Rule {
 pub(super) fn compile(pattern: &str) -> Regex {
     // An ASCII word boundary keeps the lazy DFA on non-ASCII text (a Unicode `\b` makes it fall back to a
     // slower engine); patterns with non-ASCII words keep the Unicode boundary they need.
+    let pattern = fold_marks(pattern); // the text is folded the same way (accents dropped)
     let pattern = if pattern.is_ascii() { pattern.replace(r"\b", r"(?-u:\b)") } else { pattern.to_string() };
     RegexBuilder::new(&pattern)
         .case_insensitive(true)
@@ -43,7 +47,8 @@ fn rule(
     pattern: &str,
     check: Option<Check>,
 ) -> Rule {
-    Rule { name, needles, family, severity, re: compile(pattern), check }
+    let prefilter = needles.iter().map(|n| fold_marks(n)).collect();
+    Rule { name, needles, prefilter, family, severity, re: compile(pattern), check }
 }
 
 // ---------------------------------------------------------------------------------------------------------
