@@ -15,7 +15,9 @@ mod redact;
 mod screen;
 
 pub use redact::{redact, Redacted};
-pub use screen::{normalize_for_screening, screen};
+pub use screen::{
+    learned, normalize_for_screening, screen, screen_note, screen_note_with, screen_rules, screen_with, JOINED_FIELD,
+};
 
 /// How strongly a finding suggests an attack. Every finding holds the note; severity orders review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

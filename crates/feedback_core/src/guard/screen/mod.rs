@@ -28,6 +28,7 @@
 //! ROT13 words, encoded and base64 payloads).
 
 mod detectors;
+pub mod learned;
 mod normalize;
 mod rules;
 #[cfg(test)]
@@ -38,8 +39,8 @@ pub(crate) use detectors::B64_STANDARD;
 use detectors::{
     base64_payloads, escaped_payloads, exfiltration_urls, leetspeak, raw_obfuscation, reversed_or_rot13, spaced_letters,
 };
-use normalize::{decode_escapes, normalize};
 pub use normalize::normalize_for_screening;
+use normalize::{decode_escapes, normalize};
 use rules::RULES;
 
 pub(crate) const OVERRIDE: &str = "override";
@@ -58,9 +59,21 @@ const MAX_BASE64_CANDIDATES: usize = 16;
 // Screening
 // ---------------------------------------------------------------------------------------------------------
 
-/// Screens one text. An empty list means clean; any finding means the note should be held for review.
-/// Findings of `text`, one per family and matched span (the first rule that matched names it).
+/// Screens one text with the hand rules and the learned detector. An empty list means clean; any finding means
+/// the note should be held for review. Findings of `text`, one per family and matched span (the first rule that
+/// matched names it); a learned finding (family `learned`) carries its probability at the start of its span
+/// (`p=0.97: ...`).
 pub fn screen(text: &str) -> Vec<Finding> {
+    screen_with(text, learned::shipped())
+}
+
+/// [`screen`] without the learned detector: the hand rules and the obfuscation detectors only.
+pub fn screen_rules(text: &str) -> Vec<Finding> {
+    screen_with(text, None)
+}
+
+/// [`screen`] with another learned model (or none): for evaluating models that are not shipped.
+pub fn screen_with(text: &str, model: Option<&learned::Model>) -> Vec<Finding> {
     let mut out = Vec::new();
     // Escapes can spell tag characters, bidi controls and zero-width characters too: look at the decoded text.
     raw_obfuscation(&decode_escapes(text).0, &mut out);
@@ -73,6 +86,42 @@ pub fn screen(text: &str) -> Vec<Finding> {
         // Instruction-like text that arrived escaped: say so (the finding above names the decoded words).
         let first = out[0].span.clone();
         push(&mut out, "escaped_text", OBFUSCATION, Severity::High, &first);
+    }
+    if let Some(f) = model.and_then(|m| m.finding(&n.text)) {
+        out.push(f);
+    }
+    out
+}
+
+/// The field name of findings that only the joined lesson and correction show.
+pub const JOINED_FIELD: &str = "lesson+correction";
+
+/// Screens a note's fields (`("lesson", ...)`, `("correction", ...)`, `("wrong_answer", ...)`, ...): each field
+/// alone, then the lesson and the correction joined (both orders), since an instruction can be split across them
+/// and the prompt shows them together. Each finding is tagged with its field; a finding of the joined text whose
+/// rule no single field already reported is tagged [`JOINED_FIELD`].
+pub fn screen_note(fields: &[(&str, &str)]) -> Vec<(String, Finding)> {
+    screen_note_with(fields, learned::shipped())
+}
+
+/// [`screen_note`] with another learned model (or none).
+pub fn screen_note_with(fields: &[(&str, &str)], model: Option<&learned::Model>) -> Vec<(String, Finding)> {
+    let mut out: Vec<(String, Finding)> = Vec::new();
+    for (name, text) in fields {
+        if !text.trim().is_empty() {
+            // Identifiers (`sql_injection_scan`) are too short for the learned detector: rules only.
+            let model = if learned::free_text(text) { model } else { None };
+            out.extend(screen_with(text, model).into_iter().map(|f| (name.to_string(), f)));
+        }
+    }
+    for joined in learned::joined_fields(fields) {
+        {
+            for f in screen_with(&joined, model) {
+                if !out.iter().any(|(_, g)| g.rule == f.rule) {
+                    out.push((JOINED_FIELD.to_string(), f));
+                }
+            }
+        }
     }
     out
 }

@@ -273,7 +273,10 @@ fn named_entity(name: &str) -> Option<char> {
             let (base, accent) = name.split_at(1);
             let base = base.chars().next()?;
             if base.is_ascii_alphabetic()
-                && matches!(accent, "acute" | "grave" | "circ" | "uml" | "tilde" | "ring" | "cedil" | "slash" | "caron" | "dot")
+                && matches!(
+                    accent,
+                    "acute" | "grave" | "circ" | "uml" | "tilde" | "ring" | "cedil" | "slash" | "caron" | "dot"
+                )
             {
                 base
             } else {

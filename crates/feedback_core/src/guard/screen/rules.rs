@@ -4,8 +4,8 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
 
-use super::{EXFILTRATION, OVERRIDE, ROLE_MARKER, TOOL_CALL};
 use super::normalize::fold_marks;
+use super::{EXFILTRATION, OVERRIDE, ROLE_MARKER, TOOL_CALL};
 use crate::guard::Severity;
 
 /// A context check on a match: `(text, start, end) -> keep`.
@@ -13,7 +13,6 @@ type Check = fn(&str, usize, usize) -> bool;
 
 pub(super) struct Rule {
     pub(super) name: &'static str,
-    pub(super) needles: &'static [&'static str],
     /// The needles folded like the text ([`fold_marks`]): what the prefilter looks for.
     pub(super) prefilter: Vec<String>,
     pub(super) family: &'static str,
@@ -48,7 +47,7 @@ fn rule(
     check: Option<Check>,
 ) -> Rule {
     let prefilter = needles.iter().map(|n| fold_marks(n)).collect();
-    Rule { name, needles, prefilter, family, severity, re: compile(pattern), check }
+    Rule { name, prefilter, family, severity, re: compile(pattern), check }
 }
 
 // ---------------------------------------------------------------------------------------------------------
