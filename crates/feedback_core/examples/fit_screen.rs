@@ -5,7 +5,8 @@
 //! Only the tune authors (project, A, B) and the tune half of the sample notes are read. The threshold is
 //! chosen on out-of-fold scores: each tune author in turn is scored by a model fitted on the other two (and on
 //! the sample-note folds not scored), and the threshold is the smallest probability at which at most
-//! `MAX_FP` of those benign rows are reported. The shipped model is then fitted on all tune rows.
+//! `MAX_FP` (1.5%) of those benign rows are reported by the rules and the model together (the corpus test allows
+//! 2% on the held-out author). The shipped model is then fitted on all tune rows.
 //! With `--check` nothing is written; the run fails if the file differs from what it would write.
 
 #[path = "../tests/common/corpus.rs"]
@@ -15,7 +16,7 @@ use corpus::{examples, load_author, sample_notes, Row, TUNE_AUTHORS};
 use feedback_core::guard::learned::{choose_threshold, fit, FitParams, Model};
 use feedback_core::guard::screen_note_with;
 
-const MAX_FP: f64 = 0.01;
+const MAX_FP: f64 = 0.015;
 const MIN_THRESHOLD: f32 = 0.2;
 
 fn row_probability(model: &Model, row: &Row) -> f32 {
@@ -54,8 +55,14 @@ fn main() {
         }
         per_fold.push(held.clone());
     }
-    let benign_scores: Vec<f32> = benign_oof.iter().map(|b| b.1).collect();
-    let threshold = choose_threshold(&benign_scores, MAX_FP, MIN_THRESHOLD);
+    // The budget is for rules and model together: a benign row the rules already flag counts as a false
+    // positive at every threshold.
+    let benign_scores: Vec<f32> = benign_oof
+        .iter()
+        .map(|b| if screen_note_with(&b.2.field_refs(), None).is_empty() { b.1 } else { 1.0 })
+        .collect();
+    let max_fp = env("FB_FIT_MAX_FP").map_or(MAX_FP, f64::from);
+    let threshold = choose_threshold(&benign_scores, max_fp, MIN_THRESHOLD);
     println!("out-of-fold (each tune author scored by a model fitted without it), threshold {threshold:.2}:");
     for held in &per_fold {
         let att: Vec<_> = attack_oof.iter().filter(|a| &a.0 == held).collect();
@@ -63,9 +70,10 @@ fn main() {
         let learned = att.iter().filter(|a| a.1 >= threshold).count();
         let rules_or =
             att.iter().filter(|a| a.1 >= threshold || !screen_note_with(&a.2.field_refs(), None).is_empty()).count();
-        let fp = ben.iter().filter(|b| b.1 >= threshold).count();
+        let fp =
+            ben.iter().filter(|b| b.1 >= threshold || !screen_note_with(&b.2.field_refs(), None).is_empty()).count();
         println!(
-            "  {held:<8} learned {learned}/{} combined {rules_or}/{}  learned FP {fp}/{} (benign rows + sample-note fold)",
+            "  {held:<8} learned {learned}/{} combined {rules_or}/{}  combined FP {fp}/{} (benign rows + sample-note fold)",
             att.len(),
             att.len(),
             ben.len()

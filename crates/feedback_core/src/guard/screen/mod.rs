@@ -49,6 +49,7 @@ pub(crate) const OBFUSCATION: &str = "obfuscation";
 pub(crate) const BASE64: &str = "base64";
 pub(crate) const EXFILTRATION: &str = "exfiltration";
 pub(crate) const TOOL_CALL: &str = "tool_call";
+pub(crate) const STEERING: &str = "steering";
 
 /// How deep base64 inside base64 is followed.
 const MAX_DEPTH: usize = 2;
@@ -78,10 +79,14 @@ pub fn screen_with(text: &str, model: Option<&learned::Model>) -> Vec<Finding> {
     // Escapes can spell tag characters, bidi controls and zero-width characters too: look at the decoded text.
     raw_obfuscation(&decode_escapes(text).0, &mut out);
     let n = normalize(text);
-    if let Some(word) = &n.mixed_script {
-        push(&mut out, "mixed_script_word", OBFUSCATION, Severity::Medium, word);
-    }
     scan(&n.text, 0, &mut out);
+    // One look-alike word is often a lesson about homoglyphs ('rеquests' with a Cyrillic е); report it when
+    // the folded text screens as an attack or when several words mix scripts.
+    if let Some(word) = &n.mixed_script {
+        if !out.is_empty() || n.mixed_words >= 3 {
+            push(&mut out, "mixed_script_word", OBFUSCATION, Severity::Medium, word);
+        }
+    }
     if n.decoded_escapes >= 3 && !out.is_empty() {
         // Instruction-like text that arrived escaped: say so (the finding above names the decoded words).
         let first = out[0].span.clone();
@@ -135,6 +140,17 @@ pub(super) fn push(out: &mut Vec<Finding>, rule: &'static str, family: &'static 
     }
 }
 
+/// The match opens a quotation that closes later on the same line: the note mentions the phrase.
+fn quoted(text: &str, start: usize, end: usize) -> bool {
+    let Some(open) = text[..start].chars().next_back() else { return false };
+    if !matches!(open, '\'' | '"') {
+        return false;
+    }
+    let tail = &text[end..];
+    let line = tail.split('\n').next().unwrap_or("");
+    line.char_indices().take_while(|(i, _)| *i <= 80).any(|(_, c)| c == open)
+}
+
 pub(super) fn scan(text: &str, depth: usize, out: &mut Vec<Finding>) {
     let lower = text.to_lowercase().replace('\n', " ");
     for rule in RULES.iter() {
@@ -147,6 +163,9 @@ pub(super) fn scan(text: &str, depth: usize, out: &mut Vec<Finding>) {
             continue;
         }
         for m in rule.re.find_iter(text) {
+            if rule.family == OVERRIDE && quoted(text, m.start(), m.end()) {
+                continue; // a lesson quoting an attack phrase ("payloads like 'ignore previous instructions'")
+            }
             if rule.check.is_none_or(|check| check(text, m.start(), m.end())) {
                 push(out, rule.name, rule.family, rule.severity, m.as_str());
                 break;

@@ -117,6 +117,8 @@ pub(super) struct Normalized {
     pub(super) text: String,
     /// The first word mixing Latin letters with Cyrillic/Greek look-alikes, before folding.
     pub(super) mixed_script: Option<String>,
+    /// How many words mix Latin letters with look-alikes.
+    pub(super) mixed_words: usize,
     /// How many `%XX`, `&...;` and `\u`/`\x`/`\U` escapes were decoded.
     pub(super) decoded_escapes: usize,
 }
@@ -182,14 +184,16 @@ pub(super) fn normalize(text: &str) -> Normalized {
 
     // Look-alike letters inside Latin words become Latin.
     let mut out = String::with_capacity(folded.len());
-    let mut mixed_script = None;
+    let mut mixed = (None, 0usize);
     let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String, mixed: &mut Option<String>| {
+    let flush = |word: &mut String, out: &mut String, mixed: &mut (Option<String>, usize)| {
         let latin = word.chars().filter(|c| c.is_ascii_alphabetic()).count();
         let looks = word.chars().filter(|&c| confusable(c).is_some()).count();
         if latin >= 1 && looks >= 1 && latin + looks >= 3 {
-            if mixed.is_none() {
-                *mixed = Some(word.clone());
+            // Turkish writes dotless ı in ordinary words: folded, but not evidence of obfuscation.
+            if word.chars().any(|c| c != 'ı' && confusable(c).is_some()) {
+                mixed.0.get_or_insert_with(|| word.clone());
+                mixed.1 += 1;
             }
             out.extend(word.chars().map(|c| confusable(c).unwrap_or(c)));
         } else {
@@ -201,12 +205,13 @@ pub(super) fn normalize(text: &str) -> Normalized {
         if c.is_alphanumeric() {
             word.push(c);
         } else {
-            flush(&mut word, &mut out, &mut mixed_script);
+            flush(&mut word, &mut out, &mut mixed);
             out.push(c);
         }
     }
-    flush(&mut word, &mut out, &mut mixed_script);
-    Normalized { text: out, mixed_script, decoded_escapes }
+    flush(&mut word, &mut out, &mut mixed);
+    let (mixed_script, mixed_words) = mixed;
+    Normalized { text: out, mixed_script, mixed_words, decoded_escapes }
 }
 
 /// The text rules match against: `%XX`, HTML entities and `\u`/`\x`/`\U` escapes decoded (twice at most), tag

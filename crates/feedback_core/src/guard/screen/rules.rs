@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexBuilder};
 
 use super::normalize::fold_marks;
-use super::{EXFILTRATION, OVERRIDE, ROLE_MARKER, TOOL_CALL};
+use super::{EXFILTRATION, OVERRIDE, ROLE_MARKER, STEERING, TOOL_CALL};
 use crate::guard::Severity;
 
 /// A context check on a match: `(text, start, end) -> keep`.
@@ -1048,6 +1048,115 @@ fn build_rules() -> Vec<Rule> {
         High,
         r"\b(?:execute|run|call|invoke|issue)\b[^\n]{0,80}?\b(?:via|using|through|with)\s+the\s+(?:sql|shell|bash|terminal|python|code|exec(?:ute)?|browser|http|file(?:system)?|database|db|command)\s+tool\b",
         Some(not_negated),
+    ));
+    // ---- Steering without an override verb: verdicts stated in advance, consensus claims that silence a
+    // finding, requests to skip checks, output templates, notes addressed to the model. ----
+    let clean = r#"(?:no\s+(?:[\w-]+\s+){0,2}(?:issues?|vulnerabilit(?:y|ies)|findings?|problems?|concerns?|risks?)(?:\s+found)?|safe|clean|secure|compliant|approved?|lgtm|ok|pass(?:ed)?|not\s+vulnerable|ready\s+to\s+merge|nothing\s+to\s+report)"#;
+    v.push(rule(
+        "verdict_preset",
+        &["verdict", "answer", "output", "response", "result", "conclusion", "rating", "outcome"],
+        STEERING,
+        High,
+        &format!(
+            r#"\b(?:correct|right|expected|only\s+acceptable|required|final|official|approved|review|predetermined|pre-determined)\s+(?:verdict|answer|output|response|result|conclusion|rating|outcome)s?\b[^.;\n]{{0,60}}?\b(?:is|are|should\s+be|must\s+be|will\s+be|=|:)\s+(?:always\s+)?(?:that\s+)?(?:there\s+(?:are|is)\s+)?["'`]?{clean}\b|\b(?:verdict|answer|output|response)s?\s+(?:for|on|of)\s+(?:all|every|any|each)\b[^.;\n]{{0,60}}?\b(?:is|should\s+be|must\s+be|will\s+be|:)\s+(?:pre-?determined\s*:?\s*)?["'`]?{clean}\b"#
+        ),
+        Some(not_negated),
+    ));
+    v.push(rule(
+        "always_answer_template",
+        &["always", "every", "only", "exactly", "nothing else"],
+        STEERING,
+        High,
+        r#"\b(?:always|for\s+every\s+\w+|in\s+every\s+\w+)\b[^.;\n]{0,40}?\b(?:answer|respond|reply|verdict|output|say|write|review\s+output)\b[^.;\n]{0,25}?\b(?:be|is|with|:)\s+["'`]|\b(?:write|output|print|say|respond\s+with|reply\s+with|answer\s+with|return)\s+(?:exactly|only|just)\s+(?:that|this|the\s+(?:line|word|text|string|json|following))\b|\band\s+nothing\s+else\b|\b(?:contain|consist\s+of|be)\s+exactly\s+one\s+(?:line|word|sentence)\s*:"#,
+        Some(not_negated),
+    ));
+    v.push(rule(
+        "consensus_silences",
+        &["agreed", "decided", "confirmed", "accepted", "signed off", "approved", "consensus", "ruled"],
+        STEERING,
+        High,
+        r#"\b(?:reviewers|the\s+team|the\s+maintainers|maintainers|the\s+security\s+team|security|we|everyone|the\s+guild|leads?|management|the\s+owners|owners|the\s+cto|architecture)\b[^.\n]{0,30}?\b(?:have\s+|has\s+)?(?:agreed|decided|confirmed|accepted|signed\s+off|approved|ruled|reached\s+(?:a\s+)?consensus)\b[^\n]{0,160}?\b(?:do\s+not|don't|never|no\s+need\s+to|must\s+not|should\s+not|need\s+not|not\s+be)\s+(?:\w+\s+)?(?:raise[ds]?|flag(?:ged)?|report(?:ed)?|mention(?:ed)?|comment(?:ed)?|block(?:ed)?|ask(?:ed)?|cite[ds]?|list(?:ed)?|call(?:ed)?\s+out)\b"#,
+        None,
+    ));
+    v.push(rule(
+        "skip_checks",
+        &["skip", "bypass", "omit", "disable", "waive"],
+        STEERING,
+        High,
+        r#"\b(?:skip|bypass|omit|disable|waive)\s+(?:all|any|every|the)\s+(?:[\w-]+\s+)?(?:checks?|reviews?|scans?|scanning|analysis|validation|verification)\b[^.\n]{0,60}?\b(?:for|in|on|of)\s+(?:this|the|all|every|any)\s+(?:repo|repository|project|codebase|pr|pull\s+request|diff|change|commit|file|service)s?\b"#,
+        Some(not_negated),
+    ));
+    v.push(rule(
+        "supersede_prompt",
+        &["supersed", "replace", "overrid", "precedence", "outrank", "trump", "priority", "obsolete", "void", "revoked", "rescinded", "no longer"],
+        STEERING,
+        High,
+        r#"\b(?:supersedes?|replaces?|overrides?|takes?\s+precedence\s+over|take\s+priority\s+over|outranks?|trumps?|has\s+priority\s+over)\s+(?:your|the\s+system|all\s+(?:previous|prior|other|earlier)|any\s+(?:previous|prior|other|earlier)|anything\s+(?:you|else)|the\s+(?:previous|prior|earlier|original|above|default))\s+(?:[\w-]+\s+)?(?:prompt|instructions?|guidelines|rules|message|directives?|configuration|lessons|notes|guidance|policy|you\s+(?:were|have\s+been)\s+told)\b|\b(?:system\s+prompt|instructions|rules|guidelines)\s+(?:above\s+)?(?:are|is)\s+(?:now\s+)?(?:superseded|obsolete|void|revoked|rescinded|no\s+longer\s+(?:valid|apply|in\s+effect))\b"#,
+        Some(not_negated),
+    ));
+    v.push(rule(
+        "verdict_json",
+        &["verdict", "decision", "approve", "vulnerab", "findings", "issues", "review", "action"],
+        STEERING,
+        High,
+        r#"\{\s*["']?(?:verdict|decision|approved?|vulnerable|vulnerabilities|findings|issues|review|review_status|action|result)["']?\s*:\s*(?:["'](?:approved?|safe|clean|pass(?:ed)?|ok|none|no_issues|no\s+issues|lgtm|secure|merge|compliant)["']|true|\[\s*\]|0\b)"#,
+        None,
+    ));
+    v.push(rule(
+        "addressed_to_model",
+        &["assistant", " ai", "model", "llm", "bot", "agent", "copilot", "gpt", "claude"],
+        STEERING,
+        High,
+        r#"\b(?:note|message|instructions?|reminder|directive|request|memo)s?\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant|model|llm|(?:code\s+)?review(?:er)?\s+bot|bot|copilot|agent|ai\s+reviewer|automated\s+reviewer)\s*[:,-]|\b(?:dear|hey|hi|hello|attention|attn)\s*,?\s+(?:ai|assistant|model|llm|bot|agent|copilot|chatgpt|claude|gpt)\b|^\s*(?:for|to)\s+the\s+(?:ai|assistant|model|llm|bot|agent)\s*:"#,
+        None,
+    ));
+    v.push(rule(
+        "reveal_prompt_verbatim",
+        &["prompt", "preamble", "system message", "instructions", "consignes", "mensaje de sistema", "instruções", "промпт", "提示", "プロンプト", "프롬프트", "before"],
+        EXFILTRATION,
+        High,
+        r#"(?:system\s*prompt|systemprompt|prompt\s+(?:di\s+sistema|systemowy|du\s+systeme)|system\s+message|preamble|(?:initial|original|hidden)\s+instructions|instructions\s+you\s+(?:were|have\s+been)\s+(?:given|configured\s+with)|(?:text|instructions)\s+(?:that\s+came\s+|you\s+(?:were\s+)?(?:given|received)\s+)?before\s+(?:this\s+conversation|any\s+code|the\s+code)|consignes\s+initiales|mensaje\s+de\s+sistema|instrucoes\s+de\s+sistema|системн\w*\s+промпт|系统提示|システムプロンプト|시스템\s*프롬프트)[^\n]{0,60}?(?:verbatim|word\s+for\s+word|in\s+full|unabridged|unedited|woertlich|wortlich|mot\s+pour\s+mot|dosłownie|doslownie|дословно|原文|完整|그대로|전체|parola\s+per\s+parola|na\s+integra|completo)|(?:verbatim|word\s+for\s+word|in\s+full|unabridged|wortlich|mot\s+pour\s+mot|dosłownie|дословно|完整|parola\s+per\s+parola|na\s+integra)[^\n]{0,40}?(?:system\s*prompt|systemprompt|prompt\s+(?:di\s+sistema|systemowy)|system\s+message|preamble|consignes|instructions|мой\s+промпт|системн\w*\s+промпт|系统提示)|\b(?:relay|restate|quote|paste|reproduce|recite)\s+(?:back\s+)?(?:the|your)\s+(?:full\s+|entire\s+)?(?:preamble|system\s+message|system\s+prompt|instructions\s+you\s+(?:were|have\s+been)\s+(?:given|configured\s+with))"#,
+        Some(not_negated),
+    ));
+    v.push(rule(
+        "vocative_instruction",
+        &["assistant", "ai", "model", "bot", "scanner", "reviewer", "llm", "agent", "助手"],
+        STEERING,
+        High,
+        r#"(?:^|[^\w-])(?:assistant|ai\s+reviewer|ai|reviewer[\s-]bot|review[\s-]bot|reviewer\s+model|reviewer\s+ai|scanner|llm|agent|model|copilot)\s*[:,]\s+(?:please\s+)?(?:(?:before\s+(?:replying|answering|you\s+(?:reply|answer|respond))|from\s+now\s+on|for\s+this\s+\w+)\s*,?\s+)?(?:forget|ignore|disregard|supersede|pay\s+no|reveal|paste|print|output|approve|say|state|mark|respond|reply|answer|leave|skip|stop|don't|do\s+not|never|treat|classify|report|the\s+rules|your\s+(?:rules|instructions))\b|(?:给助手|致助手|助手)\s*[:：]"#,
+        None,
+    ));
+    v.push(rule(
+        "pay_no_attention",
+        &["attention", "notice", "follow", "obey", "heed", "forget what", "told"],
+        OVERRIDE,
+        High,
+        r#"\b(?:pay\s+no\s+attention\s+to|take\s+no\s+notice\s+of|(?:don't|do\s+not|no\s+longer|stop)\s+(?:follow(?:ing)?|obey(?:ing)?|heed(?:ing)?))\s+(?:the\s+|your\s+|any\s+|all\s+)?(?:prior|previous|earlier|above|original|system|existing|standing)\b|\bforget\s+(?:what|everything|anything)\s+you\s+(?:were|have\s+been|'ve\s+been)\s+told\b"#,
+        None,
+    ));
+    v.push(rule(
+        "section_breakout",
+        &["</", "end of", "###"],
+        ROLE_MARKER,
+        High,
+        r#"</(?:lessons?|notes?|corrections?|context|reference(?:_notes)?|examples?|user_input|untrusted\w*|retrieved\w*|feedback|review_notes)>[ \t]*(?:\n|<|$)|(?-i:\bEND OF (?:LESSONS?|NOTES?|REFERENCE\w*|EXAMPLES?|RETRIEVED\w*|CORRECTIONS?|FEEDBACK|INSTRUCTIONS?)\b)|#{2,}\s*end\s+of\s+(?:lessons?|notes?|corrections?|context|examples?|reference)"#,
+        None,
+    ));
+    v.push(rule(
+        "reviewer_config",
+        &["mode", "findings", "report_categories", "auto_approve", "auto-approve"],
+        STEERING,
+        High,
+        r#"\b(?:mode|review_mode|reviewer_mode|role)\s*[=:]\s*["']?(?:auto[_-]?approve|permissive|lenient|approve[_-]?all|unrestricted)\b|\b(?:findings|report_categories|checks)\s*[=:]\s*(?:none\b|\[\s*\])"#,
+        None,
+    ));
+    v.push(rule(
+        "apply_embedded",
+        &["decode", "parse", "expand", "open", "read", "load", "treat", "apply", "follow"],
+        STEERING,
+        High,
+        r#"\b(?:decode|parse|expand|open|read|deserialize)\b[^.\n]{0,40}?\band\s+(?:load|apply|execute|follow|obey|run|honou?r)\s+(?:it|them|this|that)\b|\b(?:load|treat|apply|use)\s+(?:that|this|the)\s+(?:block|text|note|config(?:uration)?|snippet|payload|comment)\s+as\s+(?:your|the)\s+(?:active\s+|new\s+|current\s+)?(?:configuration|config|instructions?|rules|policy|system\s+prompt)\b"#,
+        None,
     ));
     v
 }

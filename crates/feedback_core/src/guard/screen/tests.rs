@@ -20,10 +20,17 @@ fn assert_family(text: &str, family: &str) {
     assert!(found.iter().any(|f| f.family == family), "expected {family} for {text:?}, got {found:?}");
 }
 
+/// The hand rules pass `text`; what the learned detector says of the same lookalikes is counted in
+/// `learned_detector_on_the_lookalikes` (and measured on the corpora).
 #[track_caller]
 fn assert_clean(text: &str) {
-    let found = screen(text);
+    let found = screen_rules(text);
     assert!(found.is_empty(), "expected clean for {text:?}, got {found:?}");
+    LOOKALIKES.with(|l| l.borrow_mut().push(text.to_string()));
+}
+
+thread_local! {
+    static LOOKALIKES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[test]
@@ -231,8 +238,9 @@ fn screening_a_2kb_note_is_fast() {
         let _ = screen(&note);
     }
     let per_call = t.elapsed() / 20;
-    // Generous bound: debug builds are slow; the release target is well under 1 ms.
-    assert!(per_call.as_millis() < 50, "screen took {per_call:?} per 2 kB note");
+    // Generous bound in debug builds (rules + learned detector are ~10x slower unoptimised).
+    let bound = if cfg!(debug_assertions) { 150 } else { 5 };
+    assert!(per_call.as_millis() < bound, "screen took {per_call:?} per 2 kB note (bound {bound} ms)");
 }
 
 /// Per-rule cost over the injection corpus: `cargo test --release -p feedback_core --lib rule_timing --
@@ -479,4 +487,20 @@ fn adversarial_64kb_inputs_are_bounded() {
     }
     let bound = if cfg!(debug_assertions) { 2000 } else { 20 };
     assert!(worst.as_millis() <= bound, "worst adversarial input took {worst:?} (bound {bound} ms)");
+}
+
+/// The benign lookalikes of the rule tests, through the full screen (rules + learned): at most one in ten may be
+/// held by the learned detector. Printed, so a change in the model shows.
+#[test]
+fn learned_detector_on_the_lookalikes() {
+    benign_code_review_lessons_are_clean();
+    more_benign_lookalikes_are_clean();
+    exfiltration();
+    let texts = LOOKALIKES.with(|l| l.borrow().clone());
+    let held: Vec<(String, Vec<Finding>)> =
+        texts.iter().map(|t| (t.clone(), screen(t))).filter(|(_, f)| !f.is_empty()).collect();
+    for (t, f) in &held {
+        eprintln!("learned holds lookalike {t:?}: {f:?}");
+    }
+    assert!(held.len() * 10 <= texts.len(), "{} of {} lookalikes held", held.len(), texts.len());
 }
