@@ -13,13 +13,14 @@
 //! Misses and false positives are listed for the tune authors only (`FB_GUARD_SHOW_MISSES=1`); for `C` only the
 //! rates are printed, so nothing is tuned on it.
 
-mod common;
+#[path = "common/corpus.rs"]
+mod corpus;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use common::corpus::{examples, family_group, load_author, sample_notes, Row, INDEPENDENT_AUTHORS, TEST_AUTHOR};
+use corpus::{examples, family_group, load_author, sample_notes, Row, INDEPENDENT_AUTHORS, TEST_AUTHOR};
 use feedback_core::guard::learned::{self, fit, FitParams, Model};
 use feedback_core::guard::{screen_note_with, screen_with, Finding};
 
