@@ -58,7 +58,7 @@ impl Row {
             .filter(|t| !t.trim().is_empty())
             .map(|t| (t.to_string(), false))
             .collect();
-        if self.get("correction").trim().len() > 0 && self.get("lesson").trim().len() > 0 {
+        if !self.get("correction").trim().is_empty() && !self.get("lesson").trim().is_empty() {
             out.push((joined, false));
         }
         out
@@ -150,8 +150,6 @@ pub fn family_group(family: &str) -> &'static str {
         "sample_note"
     } else if f == "override" {
         "override"
-    } else if f == "sample_note" {
-        "sample_note"
     } else if has(&[
         "base64",
         "base32",
