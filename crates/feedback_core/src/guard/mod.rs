@@ -1,9 +1,14 @@
 //! The guard for untrusted note text: prompt-injection screening and secret redaction, both plain Rust.
 //!
 //! - [`screen`]: findings for text that tries to steer the model (instruction overrides in several languages,
-//!   role and fence markers, obfuscation, base64-wrapped attacks, exfiltration, tool calls and shell pipes).
-//!   Any finding means the note is held for review; an empty list means clean. Matching runs on
-//!   [`normalize_for_screening`]'s output (NFKC, invisibles removed, hidden tag text decoded).
+//!   verdicts and output templates stated in advance, role and fence markers, obfuscation, base64-wrapped
+//!   attacks, exfiltration, tool calls and shell pipes), from hand rules and a learned detector
+//!   ([`learned`], family `learned`). Any finding means the note is held for review; an empty list means clean.
+//!   Matching runs on [`normalize_for_screening`]'s output (escapes and entities decoded, NFKD without
+//!   combining marks, invisibles removed, hidden tag text decoded, look-alike letters folded).
+//!   [`screen_rules`] is the hand rules alone.
+//! - [`screen_note`]: a note's fields screened one by one and the lesson and correction joined, each finding
+//!   tagged with its field (`lesson+correction` when only the join shows it).
 //! - [`redact`]: every recognised secret replaced by `[REDACTED:<kind>]`; everything else byte for byte.
 //!   Idempotent: redacting redacted text changes nothing.
 //!
@@ -15,7 +20,9 @@ mod redact;
 mod screen;
 
 pub use redact::{redact, Redacted};
-pub use screen::{normalize_for_screening, screen};
+pub use screen::{
+    learned, normalize_for_screening, screen, screen_note, screen_note_with, screen_rules, screen_with, JOINED_FIELD,
+};
 
 /// How strongly a finding suggests an attack. Every finding holds the note; severity orders review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,10 +47,12 @@ impl Severity {
 pub struct Finding {
     /// The rule's name, e.g. `ignore_previous` or `ignore_previous.de`.
     pub rule: &'static str,
-    /// One of `override`, `role_marker`, `obfuscation`, `base64`, `exfiltration`, `tool_call`.
+    /// One of `override`, `steering`, `role_marker`, `obfuscation`, `base64`, `exfiltration`, `tool_call`,
+    /// `learned`.
     pub family: &'static str,
     pub severity: Severity,
-    /// The matched text after normalisation, at most [`SPAN_MAX_CHARS`] characters (then cut with `…`).
+    /// The matched text after normalisation, at most [`SPAN_MAX_CHARS`] characters (then cut with `…`). A
+    /// learned finding's span starts with its probability: `p=0.93: ...`.
     pub span: String,
 }
 

@@ -1,0 +1,270 @@
+//! Prompt-injection screening measured per author: the project's own corpus (`project`, the rules were tuned on
+//! it), two independent tune authors (`A`, `B`) and the held-out test author `C`, plus the benign sample notes.
+//! See `tests/common/corpus.rs` for the files and splits.
+//!
+//!     cargo test -p feedback_core --test injection_corpus -- --nocapture
+//!
+//! Printed: detection per author and per family, false positives per author (its benign rows) and on the sample
+//! notes, for the rules alone, the learned detector alone and both (what `screen_note` reports); then the three
+//! rotations of the learned detector (fitted on project + two of A/B/C, scored on the third). Asserted: on `C`,
+//! combined detection >= 0.90 and false positives <= 0.02 over C's benign rows and all sample notes; and the
+//! shipped weights are what `examples/fit_screen.rs` fits from the tune authors.
+//!
+//! Misses and false positives are listed for the tune authors only (`FB_GUARD_SHOW_MISSES=1`); for `C` only the
+//! rates are printed, so nothing is tuned on it.
+
+#[path = "common/corpus.rs"]
+mod corpus;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use corpus::{examples, family_group, load_author, sample_notes, Row, INDEPENDENT_AUTHORS, TEST_AUTHOR};
+use feedback_core::guard::learned::{self, fit, FitParams, Model};
+use feedback_core::guard::{screen_note_with, screen_with, Finding};
+
+const MIN_DETECTION: f64 = 0.90;
+const MAX_FALSE_POSITIVES: f64 = 0.02;
+
+#[derive(Default, Clone, Copy)]
+struct Rate {
+    hits: usize,
+    total: usize,
+}
+
+impl Rate {
+    fn add(&mut self, hit: bool) {
+        self.total += 1;
+        self.hits += usize::from(hit);
+    }
+    fn merge(mut self, o: Rate) -> Rate {
+        self.hits += o.hits;
+        self.total += o.total;
+        self
+    }
+    fn value(self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.hits as f64 / self.total as f64
+        }
+    }
+    fn show(self) -> String {
+        if self.total == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.3} ({}/{})", self.value(), self.hits, self.total)
+        }
+    }
+}
+
+/// What each detector said about a row.
+struct Verdict {
+    rules: bool,
+    learned: bool,
+    findings: Vec<(String, Finding)>,
+}
+
+fn judge(row: &Row, model: &Model, elapsed: &mut Duration, bytes: &mut usize) -> Verdict {
+    let fields = row.field_refs();
+    *bytes += fields.iter().map(|(_, t)| t.len()).sum::<usize>();
+    let t = Instant::now();
+    let findings = screen_note_with(&fields, Some(model));
+    *elapsed += t.elapsed();
+    let learned = findings.iter().any(|(_, f)| f.family == learned::LEARNED);
+    let rules = findings.iter().any(|(_, f)| f.family != learned::LEARNED);
+    Verdict { rules, learned, findings }
+}
+
+/// A learned-only verdict (no rules): what `screen_note` would report from the model alone.
+fn learned_only(row: &Row, model: &Model) -> bool {
+    model.note_probability(&row.field_refs()) >= model.threshold
+}
+
+fn show_misses() -> bool {
+    std::env::var("FB_GUARD_SHOW_MISSES").is_ok()
+}
+
+#[derive(Default)]
+struct Tally {
+    rules: Rate,
+    learned: Rate,
+    combined: Rate,
+}
+
+impl Tally {
+    fn add(&mut self, v: &Verdict) {
+        self.rules.add(v.rules);
+        self.learned.add(v.learned);
+        self.combined.add(v.rules || v.learned);
+    }
+    fn merge(&self, o: &Tally) -> Tally {
+        Tally {
+            rules: self.rules.merge(o.rules),
+            learned: self.learned.merge(o.learned),
+            combined: self.combined.merge(o.combined),
+        }
+    }
+    fn line(&self) -> String {
+        format!("rules {:<20} learned {:<20} combined {}", self.rules.show(), self.learned.show(), self.combined.show())
+    }
+}
+
+#[test]
+fn injection_corpus() {
+    let model = learned::shipped().expect("data/guard/screen_model.bin is a model").clone();
+    let authors: Vec<(&str, Vec<Row>)> = ["project", "A", "B", "C"].iter().map(|&a| (a, load_author(a))).collect();
+    let samples = sample_notes();
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    let (mut elapsed, mut bytes) = (Duration::ZERO, 0usize);
+    let _ = screen_with("warm-up: compiles the rules once", Some(&model));
+
+    // Sample notes: benign for every author.
+    let (mut sample_fp, mut sample_fp_heldout) = (Tally::default(), Tally::default());
+    let mut misses = String::new();
+    for (i, row) in samples.iter().enumerate() {
+        let v = judge(row, &model, &mut elapsed, &mut bytes);
+        sample_fp.add(&v);
+        if !row.tune {
+            sample_fp_heldout.add(&v);
+        }
+        if !v.findings.is_empty() && show_misses() {
+            let _ = writeln!(misses, "  FP sample_notes row {}: {:?}", i + 2, v.findings);
+        }
+    }
+
+    let mut detection: BTreeMap<&str, Tally> = BTreeMap::new();
+    let mut benign: BTreeMap<&str, Tally> = BTreeMap::new();
+    let mut families: BTreeMap<(&str, &'static str), Tally> = BTreeMap::new();
+    for (author, rows) in &authors {
+        for row in rows {
+            let v = judge(row, &model, &mut elapsed, &mut bytes);
+            let tune = *author != TEST_AUTHOR;
+            if row.attack {
+                detection.entry(author).or_default().add(&v);
+                families.entry((author, family_group(&row.family))).or_default().add(&v);
+                if tune && show_misses() && !(v.rules || v.learned) {
+                    let _ = writeln!(misses, "  MISS {author} [{}/{}] {:?}", row.family, row.lang, row.fields);
+                }
+            } else {
+                benign.entry(author).or_default().add(&v);
+                if tune && show_misses() && !v.findings.is_empty() {
+                    let _ = writeln!(
+                        misses,
+                        "  FP   {author} [{}] {:?}\n       -> {:?}",
+                        row.family, row.fields, v.findings
+                    );
+                }
+            }
+        }
+    }
+
+    let _ = writeln!(report, "== injection screening, learned threshold {:.2} ==", model.threshold);
+    for (author, _) in &authors {
+        let role = if *author == TEST_AUTHOR { "held-out test author" } else { "tune author" };
+        let d = &detection[author];
+        let b = &benign[author];
+        let _ = writeln!(report, "-- {author} ({role})");
+        let _ = writeln!(report, "  detection        {}", d.line());
+        for ((a, fam), t) in &families {
+            if a == author {
+                let _ = writeln!(report, "    {fam:<16} {}", t.line());
+            }
+        }
+        let _ = writeln!(report, "  FP own benign    {}", b.line());
+        let fp = b.merge(&sample_fp);
+        let _ = writeln!(report, "  FP + samples     {}", fp.line());
+        if *author == TEST_AUTHOR {
+            if d.combined.value() < MIN_DETECTION {
+                failures.push(format!("{author}: combined detection {:.3} < {MIN_DETECTION}", d.combined.value()));
+            }
+            if fp.combined.value() > MAX_FALSE_POSITIVES {
+                failures.push(format!("{author}: false positives {:.3} > {MAX_FALSE_POSITIVES}", fp.combined.value()));
+            }
+        }
+    }
+    let _ = writeln!(report, "-- sample notes (benign, all rows)   {}", sample_fp.line());
+    let _ = writeln!(report, "   sample notes never fitted on     {}", sample_fp_heldout.line());
+    let per_kb = elapsed.as_secs_f64() * 1e6 / (bytes.max(1) as f64 / 1024.0);
+    let _ =
+        writeln!(report, "screening cost (screen_note, rules + learned): {per_kb:.0} µs per kB in this build profile");
+
+    // Rotations of the learned detector: fitted on project + two independent authors (+ the sample notes' tune
+    // half), scored alone on the third, at the shipped threshold.
+    let _ = writeln!(report, "== learned detector rotations (threshold {:.2}) ==", model.threshold);
+    let project = &authors[0].1;
+    let tune_samples: Vec<&Row> = samples.iter().filter(|r| r.tune).collect();
+    let heldout_samples: Vec<&Row> = samples.iter().filter(|r| !r.tune).collect();
+    for held in INDEPENDENT_AUTHORS {
+        let mut train: Vec<&Row> = project.iter().collect();
+        for (a, rows) in authors.iter().filter(|(a, _)| *a != held && *a != "project") {
+            let _ = a;
+            train.extend(rows.iter());
+        }
+        train.extend(tune_samples.iter().copied());
+        let rotated = fit(&examples(&train), &FitParams::default()).with_threshold(model.threshold);
+        let rows = &authors.iter().find(|(a, _)| *a == held).unwrap().1;
+        let (mut det, mut fp) = (Rate::default(), Rate::default());
+        for row in rows {
+            let hit = learned_only(row, &rotated);
+            if row.attack {
+                det.add(hit)
+            } else {
+                fp.add(hit)
+            }
+        }
+        let mut sfp = Rate::default();
+        for row in &heldout_samples {
+            sfp.add(learned_only(row, &rotated));
+        }
+        let _ = writeln!(
+            report,
+            "  held out {held}: detection {:<20} FP own benign {:<20} FP unfitted sample notes {}",
+            det.show(),
+            fp.show(),
+            sfp.show()
+        );
+    }
+
+    // The shipped weights are what the fitting example produces from the tune authors.
+    let mut tune_rows: Vec<&Row> = Vec::new();
+    for (a, rows) in &authors {
+        if *a != TEST_AUTHOR {
+            tune_rows.extend(rows.iter());
+        }
+    }
+    tune_rows.extend(tune_samples.iter().copied());
+    let refit = fit(&examples(&tune_rows), &FitParams::default()).with_threshold(model.threshold);
+    let (a, sa) = refit.quantized();
+    let (b, sb) = model.quantized();
+    let off = a.iter().zip(b).filter(|(x, y)| (i32::from(**x) - i32::from(**y)).abs() > 1).count();
+    if off > 0 || (sa - sb).abs() > sb * 1e-4 {
+        failures.push(format!(
+            "shipped model is stale ({off} weights differ): cargo run --release -p feedback_core --example fit_screen"
+        ));
+    }
+
+    if show_misses() {
+        let _ = write!(report, "== tune-author misses and false positives ==\n{misses}");
+    }
+    eprintln!("{report}");
+    assert!(failures.is_empty(), "{}\n{report}", failures.join("; "));
+}
+
+/// Ad-hoc probe: `FB_GUARD_PROBE=lines.txt cargo test -p feedback_core --test injection_corpus probe -- --ignored
+/// --nocapture` prints the findings of every line (`\n` in a line stands for a newline) and its learned
+/// probability.
+#[test]
+#[ignore]
+fn probe() {
+    let Ok(path) = std::env::var("FB_GUARD_PROBE") else { return };
+    let text = std::fs::read_to_string(&path).expect("probe file");
+    let model = learned::shipped();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let line = line.replace("\\n", "\n");
+        let p = model.map_or(0.0, |m| m.probability(&line));
+        eprintln!("{line:?}\n   p={p:.3} {:?}", screen_with(&line, model));
+    }
+}
