@@ -72,7 +72,9 @@ COMMENT ON COLUMN feedback_notes.status IS
 COMMENT ON COLUMN feedback_notes.tenant IS
     'The role whose members may retrieve the note; NULL: shared with every reader. Near-duplicates never merge '
     'across tenants.';
-COMMENT ON COLUMN feedback_notes.screening IS 'fb_screen findings on the lesson and correction (field, rule, family, severity, span).';
+COMMENT ON COLUMN feedback_notes.screening IS
+    'Screening findings (field, rule, family, severity, span) on every field a prompt or a reviewer shows: '
+    'task_type, lesson, correction, wrong_answer, source, and lesson+correction read together.';
 COMMENT ON COLUMN feedback_notes.redactions IS 'Kinds of secrets fb_redact replaced when the note was stored.';
 COMMENT ON COLUMN feedback_notes.search_vector IS
     'Full-text lexemes of lesson and correction (English), generated; the second candidate source of fb_retrieve '
@@ -441,9 +443,11 @@ BEGIN
     n.wrong_answer := c.wrong_answer;
     n.correction := c.correction;
     n.lesson := c.lesson;
-    n.screening := c.screening;
     n.tenant := c.tenant;
     n.source := s.text;
+    -- The source reaches reviewers too: screened, its findings tagged with the field.
+    n.screening := c.screening || coalesce((SELECT jsonb_agg(jsonb_build_object('field', 'source') || f)
+                                              FROM jsonb_array_elements(fb_screen(s.text)) f), '[]');
     n.redactions := ARRAY(SELECT DISTINCT k FROM unnest(c.redactions || s.kinds) k WHERE k IS NOT NULL ORDER BY k);
     RETURN n;
 END $$;

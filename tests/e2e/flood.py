@@ -162,7 +162,9 @@ def test_the_red_team_prompt_call_is_refused():
 def test_cancelled_big_requests_stop_in_the_worker():
     # Two calls at the caps, cancelled by statement_timeout while the worker runs them, then another session's
     # tiny fb_embed: it must not wait for the cancelled work.
-    big_batch = [f"{i} {PIECE}" for i in range(CALL_CAP // len(PIECE))]
+    # Many ~120-token texts up to the call cap: seconds of model work whatever the pair or token limits, so the
+    # 300 ms timeout always falls while the worker runs them (16 texts cut to the model's limit could finish first).
+    big_batch = [f"{i} " + "word " * 120 for i in range(CALL_CAP // 620)]
     errors = []
 
     def flood(n):
