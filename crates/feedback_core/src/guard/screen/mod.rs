@@ -92,11 +92,19 @@ pub fn screen_with(text: &str, model: Option<&learned::Model>) -> Vec<Finding> {
         let first = out[0].span.clone();
         push(&mut out, "escaped_text", OBFUSCATION, Severity::High, &first);
     }
-    if let Some(f) = model.and_then(|m| m.finding(&n.text)) {
-        out.push(f);
+    // The learned detector judges sentences, not phrases: short lessons ("Avoid N+1 queries.") are terse
+    // imperatives, which its training texts (whole attempts) rarely are, and scored near its threshold. Short texts
+    // get the rules only; an instruction split over short fields is read in the joined lesson + correction.
+    if n.text.split_whitespace().count() >= LEARNED_MIN_WORDS {
+        if let Some(f) = model.and_then(|m| m.finding(&n.text)) {
+            out.push(f);
+        }
     }
     out
 }
+
+/// Fewest words of a text the learned detector scores.
+pub const LEARNED_MIN_WORDS: usize = 8;
 
 /// The field name of findings that only the joined lesson and correction show.
 pub const JOINED_FIELD: &str = "lesson+correction";
