@@ -127,8 +127,7 @@ fn measure(author: &str, rows: &[Row], show: bool, elapsed: &mut Duration, bytes
         }
         let entry = t.by_format.entry(row.format.clone()).or_default();
         if row.secret {
-            let survived: Vec<&str> =
-                row.secrets.iter().map(String::as_str).filter(|s| out.text.contains(s)).collect();
+            let survived: Vec<&str> = row.secrets.iter().map(String::as_str).filter(|s| out.text.contains(s)).collect();
             t.redacted.add(survived.is_empty());
             entry.0.add(survived.is_empty());
             if show && !survived.is_empty() {

@@ -30,11 +30,21 @@ struct SecretRule {
     /// Capture groups holding the secret; the first that took part is replaced (0 = the whole match).
     groups: &'static [usize],
     valid: Option<Valid>,
+    /// Lower-case words one of which the text must contain for the rule to run at all (a cheap prefilter).
+    needs: Option<&'static [&'static str]>,
+}
+
+impl SecretRule {
+    /// Runs the rule only on texts that contain one of `needles` (lower case, ASCII case-insensitive).
+    fn needs(mut self, needles: &'static [&'static str]) -> Self {
+        self.needs = Some(needles);
+        self
+    }
 }
 
 fn secret(kind: &'static str, pattern: &str, groups: &'static [usize], valid: Option<Valid>) -> SecretRule {
     let re = Regex::new(pattern).unwrap_or_else(|e| panic!("redaction pattern for {kind} does not compile: {e}"));
-    SecretRule { kind, re, groups, valid }
+    SecretRule { kind, re, groups, valid, needs: None }
 }
 
 static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[REDACTED:[a-z0-9_]+\]").expect("placeholder"));
@@ -43,7 +53,7 @@ static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[REDACTED:[
 /// Groups: 1 key, 2 separator, 3 double-quoted value, 4 single-quoted value, 5 bare value.
 fn assignment(key: &str) -> String {
     format!(
-        r#"(?:^|[^\w.-])((?i:{key}))["']?([ \t]*(?:=>|:=|\?=|\|\|=|==|=|:)[ \t]*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s,;'"`)\]}}<>&]+))"#
+        r#"(?:^|[^A-Za-z0-9_.-])((?i:{key}))["']?([ \t]*(?:=>|:=|\?=|\|\|=|==|=|:)[ \t]*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s,;'"`)\]}}<>&]{{1,300}}))"#
     )
 }
 
@@ -53,8 +63,8 @@ fn quoted_pair(key: &str) -> String {
     format!(r#"["']((?i:{key}))["'](\s*,\s*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})')"#)
 }
 
-const PASSWORD_KEY: &str = r"[\w.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[\w.-]*|[\w.-]*pass(?:[_.-][\w.-]*)?|(?:[\w.-]*[_.-])?pw|pw[_.-][\w.-]*";
-const API_KEY: &str = r"[\w.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn)[\w.-]*";
+const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*";
+const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn)[A-Za-z0-9_.-]*";
 
 static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
     // The header, optional `Proc-Type:`-style lines, then a base64 body (a bare header in prose is not a key).
@@ -63,7 +73,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Private keys: inside a GCP service-account JSON, or anywhere.
         secret("gcp_service_account", pem, &[0], Some(service_account_context)),
         secret("private_key_pem", pem, &[0], None),
-        secret("gcp_service_account", r#""private_key_id"\s*:\s*"([0-9a-f]{40})""#, &[1], None),
+        secret("gcp_service_account", r#""private_key_id"\s*:\s*"([0-9a-f]{40})""#, &[1], None)
+        .needs(&["private_key_id"]),
         // A PEM key stored base64-encoded (Kubernetes Secret `data:`): "-----BEGIN" encodes to "LS0tLS1CRUdJTi".
         secret("private_key_pem", r"\b(LS0tLS1CRUdJTi[A-Za-z0-9+/]{16,}={0,2})", &[1], Some(encoded_private_key)),
         // A key body pasted without its header: base64 DER whose first bytes are a private key's (SEQUENCE,
@@ -97,13 +108,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"(?i:aws_?secret_?(?:access_?)?key(?:_id)?|secret_?access_?key|aws_?secret|secretkey)["']?\s*(?:=>|:=|=|:)\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)"#,
             &[1],
             Some(aws_secret_valid),
-        ),
+        )
+        .needs(&["secret"]),
         secret(
             "aws_secret_key",
             r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b[^\n]{0,100}?(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
             &[1],
             Some(aws_secret_valid),
-        ),
+        )
+        .needs(&["akia", "asia"]),
         secret(
             "aws_access_key",
             r"\b((?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z0-9]{16})\b",
@@ -116,7 +129,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"(?i:aws_?session_?token|session_?token|security_?token|x-amz-security-token)["']?\s*(?:=>|:=|=|:)\s*["']?([A-Za-z0-9/+=%]{100,})"#,
             &[1],
             None,
-        ),
+        )
+        .needs(&["token"]),
         secret("gcp_api_key", r"\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)", &[1], None),
         secret("gcp_oauth_token", r"\b(ya29\.[0-9A-Za-z_-]{20,})", &[1], None),
         secret("gcp_oauth_token", r"\b(GOCSPX-[0-9A-Za-z_-]{24,})", &[1], None),
@@ -126,21 +140,24 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r"(?i:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*([A-Za-z0-9+/]{20,}={0,2})",
             &[1],
             None,
-        ),
+        )
+        .needs(&["accountkey", "sharedaccesskey", "sharedsecret"]),
         secret("azure_storage_key", r"[?&]sig=([A-Za-z0-9%+/=]{20,})", &[1], None),
         secret(
             "azure_storage_key",
             r#"(?i:--account-key|--storage-key|azure_storage_key|azure_storage_access_key|storage_account_key|account_key|accountkey)["']?(?:\s+|\s*[=:]\s*)["']?([A-Za-z0-9+/]{40,}={0,2})"#,
             &[1],
             None,
-        ),
+        )
+        .needs(&["key"]),
         // An Entra ID (Azure AD) client secret: three characters, a digit, `Q~`, then 31-34 more.
         secret(
             "azure_client_secret",
             r"(?:^|[^A-Za-z0-9_~.-])([A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)",
             &[1],
             None,
-        ),
+        )
+        .needs(&["q~"]),
         secret("github_token", r"\b(gh[pousr]_[A-Za-z0-9]{30,255})\b", &[1], None),
         secret("github_token", r"\b(github_pat_[A-Za-z0-9_]{22,255})", &[1], None),
         secret(
@@ -215,33 +232,38 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{12,}=*)(?:[\s"'`,;)\]}\\]|$)"#,
             &[1],
             Some(bearer_valid),
-        ),
+        )
+        .needs(&["bearer"]),
         secret(
             "bearer_token",
             r#"(?i:authorization)["']?\s*[:=,]?\s*["']?(?i:token|apikey|api-key|sso-key|key|digest|hmac|aws4-hmac-sha256|splunk|ghp|dsn|sharedaccesssignature|klaviyo-api-key|zoho-oauthtoken|oauth)\s+([A-Za-z0-9._~+/:=,-]{12,}=*)(?:[\s"'`;)\]}\\]|$)"#,
             &[1],
             Some(bearer_valid),
-        ),
+        )
+        .needs(&["authorization"]),
         // `Authorization: <credential>` without a scheme.
         secret(
             "bearer_token",
             r#"(?i:\bauthorization)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/-]{20,}=*)(?:[\s"'`,;)\]}\\]|$)"#,
             &[1],
             Some(bearer_valid),
-        ),
+        )
+        .needs(&["authorization"]),
         secret(
             "basic_auth",
             r#"(?i:\bbasic)\s+([A-Za-z0-9+/]{8,}={0,2})(?:[\s"'`,;)\]}\\]|$)"#,
             &[1],
             Some(basic_valid),
-        ),
+        )
+        .needs(&["basic"]),
         // user:PASSWORD@host: only the password goes (up to the last `@` before the host).
         secret(
             "url_password",
             r#"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'"<>]*:([^\s/'"<>]+)@[A-Za-z0-9.\[_-]"#,
             &[1],
             Some(url_password_valid),
-        ),
+        )
+        .needs(&["://"]),
         // Signed URLs and tokens in query strings.
         secret(
             "url_token",
@@ -254,14 +276,16 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"(?:^|\s)(?:-u|--user|--basic-auth|--auth|--proxy-user|-U)[\s=]+["']?[^\s:%"'$]+[:%]([^\s"'@]+)"#,
             &[1],
             Some(cli_password_valid),
-        ),
+        )
+        .needs(&["-u", "--user", "--basic-auth", "--auth", "--proxy-user"]),
         // Connection strings: ADO.NET / ODBC / JDBC `Password=...;` (a value may hold spaces, or be braced).
         secret(
             "connection_string",
             r#"(?i:(?:^|[;"'\s{(])(?:password|pwd|passwd|user\s+password))\s*=\s*(\{[^}\n]{1,200}\}|"[^"\n]{1,200}"|'[^'\n]{1,200}'|[^;"'\n{}]{0,199}[^;"'\n{}\s])"#,
             &[1],
             Some(connection_string_valid),
-        ),
+        )
+        .needs(&["password", "pwd", "passwd"]),
         // Kafka, Java properties and JAAS: `password="..."` is handled by the generic rules; `.pgpass`:
         // host:port:database:user:password.
         secret(
@@ -276,59 +300,70 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r"(?i:\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+)(\S+)",
             &[1],
             Some(cli_password_valid),
-        ),
-        secret("netrc_password", r"(?m)^\s*password\s+(\S+)\s*$", &[1], Some(netrc_context)),
-        secret("password_assignment", r"(?i:\blogin\s+\S+\s+password\s+)(\S+)", &[1], Some(cli_password_valid)),
+        )
+        .needs(&["machine"]),
+        secret("netrc_password", r"(?m)^\s*password\s+(\S+)\s*$", &[1], Some(netrc_context))
+        .needs(&["password"]),
+        secret("password_assignment", r"(?i:\blogin\s+\S+\s+password\s+)(\S+)", &[1], Some(cli_password_valid))
+        .needs(&["login"]),
         // SQL and CLI forms of a password.
         secret(
             "password_assignment",
             r"(?i:\b(?:identified\s+by|with\s+(?:encrypted\s+)?password|\bpassword))\s+'((?:[^'\n]|''){1,200})'",
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["identified", "password"]),
         secret(
             "password_assignment",
             r#"(?i:\b(?:identified\s+by|with\s+(?:encrypted\s+)?password))\s+"([^"\n]{1,200})""#,
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["identified", "password"]),
         // `--password X`, `--db-password=X`, `--admin-pass 'X'`, `-P X` of sqlcmd and bcp.
         secret(
             "password_assignment",
             r#"(?:^|\s)(--?(?i:[a-z0-9-]*(?:password|passwd|passphrase|pass|pwd)))(?:\s+|=)(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'-][^\s"']*))"#,
             &[2, 3, 4],
             Some(cli_flag_password_valid),
-        ),
+        )
+        .needs(&["pass", "pwd"]),
         secret(
             "api_key_assignment",
             r#"(?:^|\s)(--?(?i:[a-z0-9-]*(?:token|secret|api-key|apikey|access-key|secret-key|private-key|client-secret|auth-key|license-key|signing-key)))(?:\s+|=)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'-][^\s"']*))"#,
             &[2, 3, 4],
             Some(cli_flag_token_valid),
-        ),
+        )
+        .needs(&["token", "secret", "key"]),
         secret(
             "password_assignment",
             r#"\b(?:sqlcmd|bcp|osql|isql)\b[^\n]*?\s-P\s*["']?([^\s"'-][^\s"']*)"#,
             &[1],
             Some(cli_password_valid),
-        ),
+        )
+        .needs(&["sqlcmd", "bcp", "osql", "isql"]),
         secret(
             "password_assignment",
             r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlsh)\b[^\n]*?\s-p["']?([^\s"'-][^\s"']*)"#,
             &[1],
             Some(cli_password_valid),
-        ),
+        )
+        .needs(&["mysql", "mariadb"]),
         secret(
             "password_assignment",
             r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+-b\S*\s+\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|net\s+user\s+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*["']?([^\s"']+)"#,
             &[1],
             Some(cli_password_valid),
-        ),
+        )
+        .needs(&["sshpass", "login", "redis-cli", "ldap", "htpasswd", "rabbitmqctl", "net", "smbpasswd", "useradd", "wget"]),
         secret(
             "password_assignment",
             r#"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\n]*?\s-p\s+["']?([^\s"'-][^\s"']*)"#,
             &[1],
             Some(cli_password_valid),
-        ),
+        )
+        .needs(&["mongo"]),
         // A password piped into the program that reads it: `echo 'pw' | passwd --stdin root`,
         // `echo "user:pw" | chpasswd`, `echo pw | sudo -S ...`, `echo $X | docker login --password-stdin`.
         secret(
@@ -336,86 +371,100 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:'%s(?:\\n)?'\s+|"%s(?:\\n)?"\s+)?(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s|;&'"]{1,200}))\s*\|\s*(?:sudo\s+(?:-S\s+)?)?(?:passwd|chpasswd|sudo|docker|podman|helm|nerdctl|buildah|skopeo|crane|oras|kinit|openssl|gpg|vault|cryptsetup|ssh-add|smbpasswd|htpasswd|oc|kubectl|az|npm|gh|argocd|mysql|psql|su|vncpasswd|expect|openconnect|keytool|security|sshpass|passwd)\b"#,
             &[1, 2, 3],
             Some(cli_password_valid),
-        ),
+        )
+        .needs(&["echo", "printf"]),
         secret(
             "password_assignment",
             r#"--password-stdin\s*<<<?\s*(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'$][^\s"']*))"#,
             &[1, 2, 3],
             Some(cli_password_valid),
-        ),
+        )
+        .needs(&["password-stdin"]),
         // Credentials passed as (user, password) string arguments.
         secret(
             "password_assignment",
             r#"(?i:\bauth\s*=\s*\(|[\w.]*(?:basicauth|basic_auth|credentials?|credential|login|logon|signin|sign_in|authenticate|useridentity|passwordauthentication|connect)\s*\()\s*["'][^"'\n]{1,80}["']\s*,\s*["']([^"'\n]{3,128})["']"#,
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["auth", "credential", "login", "logon", "sign", "connect"]),
         secret(
             "password_assignment",
             r#"(?:\.|\b)(?i:set_?password|with_?password|password|passwd|set_?secret|set_?token|with_?token|with_?secret)\s*\(\s*["']([^"'\n]{3,128})["']\s*[,)]"#,
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["pass", "secret", "token"]),
         // XML: <password>...</password>, <add key="DbPassword" value="..."/>.
         secret(
             "password_assignment",
             r#"<((?i:[\w.:-]*(?:password|passwd|pwd)[\w.:-]*))>([^<\n]{3,200})</"#,
             &[2],
             Some(xml_password_valid),
-        ),
+        )
+        .needs(&["pass", "pwd"]),
         secret(
             "api_key_assignment",
             r#"<((?i:[\w.:-]*(?:api[_-]?key|apikey|secret|token|access[_-]?key)[\w.:-]*))>([^<\s]{8,300})</"#,
             &[2],
             Some(xml_api_key_valid),
-        ),
+        )
+        .needs(&["key", "secret", "token"]),
         secret(
             "password_assignment",
             r#"(?i:key|name)\s*=\s*["'][\w.:-]*(?i:password|passwd|pwd)[\w.:-]*["']\s+(?i:value)\s*=\s*["']([^"'\n]{3,200})["']"#,
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["value"]),
         secret(
             "api_key_assignment",
             r#"(?i:key|name)\s*=\s*["'][\w.:-]*(?i:api[_-]?key|apikey|secret|token)[\w.:-]*["']\s+(?i:value)\s*=\s*["']([^"'\n]{8,300})["']"#,
             &[1],
             Some(bearer_valid),
-        ),
+        )
+        .needs(&["value"]),
         // Kubernetes and Compose env lists: `- name: DB_PASSWORD` then `value: "..."`.
         secret(
             "password_assignment",
             r#"(?i:name\s*:\s*["']?([\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*)["']?\s*(?:,|\r?\n|\\n)\s*(?:-\s*)?value\s*:\s*)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'#}]+))"#,
             &[2, 3, 4],
             Some(name_value_password_valid),
-        ),
+        )
+        .needs(&["value"]),
         secret(
             "api_key_assignment",
             r#"(?i:name\s*:\s*["']?([\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth)[\w.-]*)["']?\s*(?:,|\r?\n|\\n)\s*(?:-\s*)?value\s*:\s*)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'#}]+))"#,
             &[2, 3, 4],
             Some(name_value_api_key_valid),
-        ),
+        )
+        .needs(&["value"]),
         // Terraform: `variable "db_password" { default = "..." }`.
         secret(
             "password_assignment",
             r#"(?i:variable\s+"[\w-]*(?:password|passwd|secret|token|api_?key|private_?key)[\w-]*"\s*\{[^}]{0,300}?\bdefault\s*=\s*)"([^"\n]{1,300})""#,
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["variable"]),
         // Dockerfile `ENV KEY value` / `ARG KEY value` (the `KEY=value` forms are assignments).
         secret(
             "password_assignment",
             r#"(?m:^[ \t]*(?:ENV|ARG|SetEnv|setenv|set)[ \t]+((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=][^\n]*?))[ \t]*\r?$"#,
             &[2, 3, 4],
             Some(directive_password_valid),
-        ),
+        )
+        .needs(&["pass", "pwd"]),
         secret(
             "api_key_assignment",
             r#"(?m:^[ \t]*(?:ENV|ARG|SetEnv|setenv|set)[ \t]+((?i:[\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=][^\s]*))[ \t]*\r?$"#,
             &[2, 3, 4],
             Some(directive_api_key_valid),
-        ),
+        )
+        .needs(&["secret", "token", "key", "cred", "auth"]),
         // Go MySQL DSN without a scheme: user:password@tcp(host)/db.
-        secret("url_password", r"\b[\w.-]+:([^\s@/:'\x22]{3,})@(?:tcp|unix)\(", &[1], Some(url_password_valid)),
+        secret("url_password", r"\b[\w.-]+:([^\s@/:'\x22]{3,})@(?:tcp|unix)\(", &[1], Some(url_password_valid))
+        .needs(&["tcp(", "unix("]),
         // Prose: "the password is hunter2!", "The password for the admin account is: X", "pw: X", "Passwort: X",
         // "le mot de passe est X", "la contraseña es X", "a senha é X". Quoted values may hold spaces.
         secret(
@@ -423,14 +472,16 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"(?i:\b(?:password|passwd|passphrase|passcode|pass|pwd|pw|psk|passwort|kennwort|schlüssel|mot\s+de\s+passe|mdp|contraseña|contrasena|clave|senha|wachtwoord|hasło|haslo|parola|şifre|sifre|пароль)\b(?:\s[^\n.!?:="'`]{0,60}?)?(?:\s(?:is|was|are|ist|lautet|war|est|était|es|era|é|è|is\s+now|now|set\s+to|changed\s+to|reset\s+to|becomes)\b[ \t]*:?|[ \t]*:[ \t]|[ \t]+=[ \t]))[ \t]*(?:"([^"\n]{1,128})"|'([^'\n]{1,128})'|`([^`\n]{1,128})`|“([^”\n]{1,128})”|«\s?([^»\n]{1,128}?)\s?»|„([^“”\n]{1,128})[“”]|([^\s"'`“«„]{3,128}?))(?:[.,;:)!?]*(?:\s|$))"#,
             &[1, 2, 3, 4, 5, 6, 7],
             Some(prose_password_valid),
-        ),
+        )
+        .needs(&["pass", "pw", "psk", "kennwort", "schlüssel", "mot de passe", "mdp", "contrase", "clave", "senha", "wachtwoord", "has", "parola", "ifre", "пароль"]),
         // An unquoted passphrase after "password is": three to eight lowercase words up to punctuation.
         secret(
             "password_assignment",
             r#"(?i:\b(?:password|passwd|passphrase|pass|pw|psk|key|passwort|kennwort|schlüssel|mot\s+de\s+passe|contraseña|senha|wachtwoord)\b(?:\s[^\n.!?:="'`]{0,40}?)?(?:\s(?:is|ist|lautet|est|es|é|è)\b[ \t]*:?|[ \t]*[:=][ \t]))[ \t]*((?:[a-z]{3,12}[ \t]+){2,7}[a-z]{3,12})(?:[ \t]*(?:[.,;:!?(—–-]|$|\n|[ \t]+(?:if|for|and|but|when|on|in|to|until|—|-|\()\b))"#,
             &[1],
             Some(bare_passphrase_valid),
-        ),
+        )
+        .needs(&["pass", "pw", "psk", "key", "kennwort", "schlüssel", "mot de passe", "contrase", "senha", "wachtwoord"]),
         // Whitespace-separated key and value on their own line: `requirepass X`, `HTTP_Passwd  X`,
         // `masterauth "X"`, `proxy_set_header X-Api-Key X;`, Dockerfile `ENV KEY value`.
         secret(
@@ -438,97 +489,114 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"(?m:^[ \t]*(?:(?:ENV|ARG|SetEnv|setenv|set|export|proxy_set_header|add_header|more_set_headers|fastcgi_param|env)[ \t]+)?((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass|masterauth)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=:][^\n;]*?))[ \t]*;?[ \t]*\r?$"#,
             &[2, 3, 4],
             Some(directive_password_valid),
-        ),
+        )
+        .needs(&["pass", "pwd", "masterauth"]),
         secret(
             "api_key_assignment",
             r#"(?m:^[ \t]*(?:(?:ENV|ARG|SetEnv|setenv|set|export|proxy_set_header|add_header|more_set_headers|fastcgi_param|env)[ \t]+)?((?i:[\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth|app[_-]?key|application[_-]?key)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=:][^\s;]*))[ \t]*;?[ \t]*\r?$"#,
             &[2, 3, 4],
             Some(directive_api_key_valid),
-        ),
+        )
+        .needs(&["secret", "token", "key", "cred", "auth"]),
         // `key=value with spaces` to the end of a line (Java properties, INI): only passphrase-like values.
         secret(
             "password_assignment",
             r#"(?m:^[ \t]*((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*))[ \t]*[=:][ \t]*)([^\s"'\[{<$][^\n]*?[^\s])[ \t]*\r?$"#,
             &[2],
             Some(line_passphrase_valid),
-        ),
+        )
+        .needs(&["pass", "pwd"]),
         // Redis ACL `user NAME on >password`, Kafka JAAS `user_NAME="password"`, HAProxy `stats auth u:pw`.
         secret(
             "password_assignment",
             r"\buser\s+\S+\s+(?:on|off|reset)\b[^\n]*?\s>(\S+)",
             &[1],
             Some(cli_password_valid),
-        ),
-        secret("password_assignment", r#"\buser_[\w.-]+\s*=\s*"([^"\n]+)""#, &[1], Some(jaas_context)),
-        secret("password_assignment", r"\bstats\s+auth\s+[^\s:]+:(\S+)", &[1], Some(cli_password_valid)),
+        )
+        .needs(&["user"]),
+        secret("password_assignment", r#"\buser_[\w.-]+\s*=\s*"([^"\n]+)""#, &[1], Some(jaas_context))
+        .needs(&["user_"]),
+        secret("password_assignment", r"\bstats\s+auth\s+[^\s:]+:(\S+)", &[1], Some(cli_password_valid))
+        .needs(&["stats"]),
         // Oracle: `scott/tiger@//host` in a JDBC URL or a sqlplus line.
         secret(
             "url_password",
             r"(?:jdbc:oracle:[a-z]+:|\bsqlplus\s+(?:-\w+\s+)*)[\w.$#-]+/([^@\s/]+)@",
             &[1],
             Some(url_password_valid),
-        ),
+        )
+        .needs(&["oracle", "sqlplus"]),
         // MinIO and rclone: keys as positional arguments.
         secret(
             "api_key_assignment",
             r"\bmc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+\s+(\S+)",
             &[1],
             Some(positional_key_valid),
-        ),
+        )
+        .needs(&["mc "]),
         secret(
             "api_key_assignment",
             r"\bmc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+(\S+)",
             &[1],
             Some(positional_key_valid),
-        ),
+        )
+        .needs(&["mc "]),
         secret(
             "api_key_assignment",
             r"\brclone\s+config\s+(?:create|update)\b[^\n]*?\s(?:key|secret_access_key|access_key_id|account|pass|password|token|client_secret)\s+(\S+)",
             &[1],
             Some(positional_key_valid),
-        ),
+        )
+        .needs(&["rclone"]),
         secret(
             "aws_secret_key",
             r"\baws\s+configure\s+set\s+(?:[\w.-]+\.)?(?:aws_secret_access_key|aws_session_token)\s+(\S+)",
             &[1],
             Some(positional_key_valid),
-        ),
+        )
+        .needs(&["configure"]),
         // kubectl `--from-literal=key=value` with a secret-named key.
         secret(
             "password_assignment",
             r#"--from-literal[= ]["']?((?i:[\w.-]*(?:password|passwd|pwd|pass|secret|token|key|credentials?|auth)[\w.-]*))=([^\s"']+)"#,
             &[2],
             Some(literal_valid),
-        ),
+        )
+        .needs(&["from-literal"]),
         // pgbouncer userlist.txt: `"user" "password"` lines.
-        secret("password_assignment", r#"(?m)^"[^"\s]+"[ \t]+"([^"\n]+)"[ \t]*\r?$"#, &[1], Some(userlist_valid)),
+        secret("password_assignment", r#"(?m)^"[^"\s]+"[ \t]+"([^"\n]+)"[ \t]*\r?$"#, &[1], Some(userlist_valid))
+        .needs(&["\""]),
         // Cookies: a session or token cookie's value.
         secret(
             "session_cookie",
             r"(?i:\b(?:set-)?cookie\s*:[^\n]*?)\b(?i:[\w.-]*(?:sess|session|sid|token|auth|jwt|remember)[\w.-]*)=([^;\s]{16,})",
             &[1],
             Some(cookie_valid),
-        ),
+        )
+        .needs(&["cookie"]),
         secret(
             "session_cookie",
             r"\b(?i:[\w.-]*(?:_session|sessionid|session_id|jsessionid|phpsessid|connect\.sid|laravel_session))=([^;\s&]{16,})",
             &[1],
             Some(cookie_valid),
-        ),
+        )
+        .needs(&["sess", "sid"]),
         // "user / password" pairs in prose: `admin / gopher-saffron-2014`, `elastic / zVKvU=g=%rp7`.
         secret(
             "password_assignment",
             r#"(?:^|[\s(>:`*])([\w.@+\\-]{2,64})[ \t]+/[ \t]+["'`]?([^\s"'`/]{6,128}?)["'`]?(?:[.,;)]*(?:\s|$))"#,
             &[2],
             Some(pair_valid),
-        ),
+        )
+        .needs(&[" / ", "\\t/"]),
         // `basic-auth is qa:harbor-falcon-8559`, `login: ci-bot  pass: X` is the prose rule's.
         secret(
             "password_assignment",
             r#"(?i:\b(?:basic[- ]?auth|http[- ]auth|login|creds|credentials|account)\b[^\n:]{0,30}?\s)[\w.@-]{2,64}:([^\s"'`/@]{6,128}?)(?:[.,;)]*(?:\s|$))"#,
             &[1],
             Some(pair_valid_single),
-        ),
+        )
+        .needs(&["auth", "login", "cred", "account"]),
         // "user/password admin/X", "credentials: admin / X", "login admin:X".
         secret(
             "password_assignment",
@@ -537,11 +605,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(prose_password_valid),
         ),
         // Generic assignments last.
-        secret("password_assignment", &assignment(PASSWORD_KEY), &[3, 4, 5], Some(password_valid)),
-        secret("api_key_assignment", &assignment(API_KEY), &[3, 4, 5], Some(api_key_valid)),
+        secret("password_assignment", &assignment(PASSWORD_KEY), &[3, 4, 5], Some(password_valid))
+        .needs(&["pass", "pwd", "pw"]),
+        secret("api_key_assignment", &assignment(API_KEY), &[3, 4, 5], Some(api_key_valid))
+        .needs(&["key", "secret", "token", "auth", "cred", "signature", "salt", "dsn", "session", "cookie", "otp"]),
         // `("X-Api-Key", "...")`: a header or map entry as two quoted arguments.
-        secret("password_assignment", &quoted_pair(PASSWORD_KEY), &[3, 4], Some(password_valid)),
-        secret("api_key_assignment", &quoted_pair(API_KEY), &[3, 4], Some(api_key_valid)),
+        secret("password_assignment", &quoted_pair(PASSWORD_KEY), &[3, 4], Some(password_valid))
+        .needs(&["pass", "pwd", "pw"]),
+        secret("api_key_assignment", &quoted_pair(API_KEY), &[3, 4], Some(api_key_valid))
+        .needs(&["key", "secret", "token", "auth", "cred", "signature", "salt", "dsn", "session", "cookie", "otp"]),
         // A base64 value that decodes to text holding a secret (Kubernetes Secret `data:`, `.dockerconfigjson`,
         // an `auth` blob): the whole blob goes. Decoded text is redacted once more, never decoded again.
         secret(
@@ -557,7 +629,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"(?:^|[\s(\[{"'`:=,>«“„])([^\s"'`«»“”„()\[\]{}<>,]{7,199}[^\s"'`«»“”„()\[\]{}<>,.;:!?])"#,
             &[1],
             Some(prose_token_valid),
-        ),
+        )
+        .needs(&["pass", "pw", "psk", "secret", "token", "key", "cred", "login", "log in", "logon", "auth", "unseal", "otp", "mfa", "2fa", "private", "kennwort", "schlüssel", "zugangsdaten", "mot de passe", "clé", "cle", "contrase", "clave", "senha", "chave", "wachtwoord", "sleutel"]),
     ]
 });
 
@@ -566,6 +639,7 @@ const ENCODED_KIND: &str = "encoded_secret";
 
 /// Replaces every secret in `text` with `[REDACTED:<kind>]`. Text without secrets comes back byte for byte.
 pub fn redact(text: &str) -> Redacted {
+    NESTED_BUDGET.with(|b| b.set(NESTED_MAX));
     let mut kinds = Vec::new();
     let joined = join_split_literals(text, &mut kinds);
     let mut out = redact_rules(joined.as_deref().unwrap_or(text), true);
@@ -600,18 +674,26 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
         LazyLock::new(|| Regex::new(r#""([^"\\\n]{1,200})"|'([^'\\\n]{1,200})'"#).expect("literal"));
     let mut out = String::new();
     let mut last = 0;
+    // Each check redacts a line twice: at most this many concatenations are checked per text.
+    let mut budget = 16;
     for m in CONCAT.find_iter(text) {
         let parts: Vec<&str> =
             PART.captures_iter(m.as_str()).filter_map(|c| c.get(1).or_else(|| c.get(2)).map(|g| g.as_str())).collect();
-        if parts.len() < 2 {
+        if parts.len() < 2 || parts.iter().map(|p| p.len()).sum::<usize>() < 8 {
             continue;
         }
+        if budget == 0 {
+            break;
+        }
+        budget -= 1;
         let quote = &m.as_str()[..1];
         let joined = format!("{quote}{}{quote}", parts.concat());
-        let line_start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
-        let prefix = &text[floor_char(text, line_start.max(m.start().saturating_sub(200)))..m.start()];
-        let before = redact_rules(&format!("{prefix}{}", m.as_str()), false);
+        let prefix = &text[line_start(text, m.start(), 120)..m.start()];
         let after = redact_rules(&format!("{prefix}{joined}"), false);
+        if after.kinds.is_empty() {
+            continue;
+        }
+        let before = redact_rules(&format!("{prefix}{}", m.as_str()), false);
         if after.kinds.len() <= before.kinds.len() {
             continue;
         }
@@ -630,12 +712,24 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
 
 /// One rule over the text; `None` when it replaced nothing.
 fn apply(rule: &SecretRule, text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
+    if let Some(needles) = rule.needs {
+        let lower = text.to_ascii_lowercase();
+        if !needles.iter().any(|n| lower.contains(n)) {
+            return None;
+        }
+    }
     let placeholders: Vec<Range<usize>> = PLACEHOLDER.find_iter(text).map(|m| m.range()).collect();
+    // Matches come in order: the placeholders that end before a match never matter again.
+    let mut next_placeholder = 0;
     let mut out = String::new();
     let mut last = 0;
     for caps in rule.re.captures_iter(text) {
         let Some(m) = rule.groups.iter().find_map(|&g| caps.get(g)) else { continue };
-        if m.start() < last || m.is_empty() || placeholders.iter().any(|p| p.start < m.end() && m.start() < p.end) {
+        while next_placeholder < placeholders.len() && placeholders[next_placeholder].end <= m.start() {
+            next_placeholder += 1;
+        }
+        let overlaps = placeholders.get(next_placeholder).is_some_and(|p| p.start < m.end());
+        if m.start() < last || m.is_empty() || overlaps {
             continue;
         }
         if is_mask(m.as_str()) || documented_example(m.as_str()) || rule.valid.is_some_and(|valid| !valid(&caps, text))
@@ -721,9 +815,13 @@ fn basic_valid(caps: &Captures, _text: &str) -> bool {
     decoded.is_some_and(|d| d.split_once(':').is_some_and(|(_, p)| !p.is_empty() && !is_placeholder(p)))
 }
 
-fn twilio_context(_caps: &Captures, text: &str) -> bool {
+/// Twilio named, or an account SID, within 2 kB of the token (a bounded look, whatever the text's size).
+fn twilio_context(caps: &Captures, text: &str) -> bool {
     static SID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)twilio|\bAC[0-9a-f]{32}\b").expect("sid"));
-    SID.is_match(text)
+    let Some(m) = caps.get(1) else { return false };
+    let from = floor_char(text, m.start().saturating_sub(2048));
+    let to = ceil_char(text, (m.end() + 2048).min(text.len()));
+    SID.is_match(&text[from..to])
 }
 
 fn npm_auth_valid(caps: &Captures, _text: &str) -> bool {
@@ -910,12 +1008,14 @@ fn pair_context(line: &str) -> bool {
 
 /// The line holding `at` and up to three lines before it (at most 400 bytes before `at`).
 fn line_window(text: &str, at: usize, end: usize) -> &str {
-    let mut start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let floor = floor_char(text, at.saturating_sub(400));
+    let mut start = line_start(text, at, 400);
     for _ in 0..3 {
-        start = text[..start.saturating_sub(1)].rfind('\n').map_or(0, |i| i + 1);
+        if start <= floor {
+            break;
+        }
+        start = line_start(text, start - 1, start - 1 - floor);
     }
-    let start = start.max(at.saturating_sub(400));
-    let start = floor_char(text, start.min(at));
     let stop = text[end..].find('\n').map_or(text.len(), |i| end + i).min(end + 200);
     &text[start..ceil_char(text, stop)]
 }
@@ -969,6 +1069,12 @@ fn encoded_secret_valid(caps: &Captures, _text: &str) -> bool {
     let body = blob.trim_end_matches('=');
     let Ok(bytes) = super::screen::B64_STANDARD.decode(body) else { return false };
     let Ok(decoded) = String::from_utf8(bytes) else { return false };
+    const HINTS: &[&str] =
+        &["pass", "secret", "token", "key", "auth", "cred", "akia", "asia", "gh", "gl", "sk", "xox", "-----begin", "://"];
+    let lower = decoded.to_ascii_lowercase();
+    if !HINTS.iter().any(|h| lower.contains(h)) || !take_nested_budget() {
+        return false;
+    }
     if decoded.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
         return false;
     }
@@ -989,6 +1095,22 @@ fn wordy_segments(v: &str) -> bool {
         })
         .count();
     segments.len() >= 3 && words >= 2 && words * 2 >= segments.len()
+}
+
+thread_local! {
+    /// How many more decoded blobs the current `redact` call may redact (bounds adversarial inputs).
+    static NESTED_BUDGET: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Decoded blobs redacted per `redact` call, at most.
+const NESTED_MAX: u32 = 64;
+
+fn take_nested_budget() -> bool {
+    NESTED_BUDGET.with(|b| {
+        let left = b.get();
+        b.set(left.saturating_sub(1));
+        left > 0
+    })
 }
 
 /// A token that looks like a credential in a line (or after a line) that names a secret.
@@ -1138,6 +1260,12 @@ fn connection_string_valid(caps: &Captures, text: &str) -> bool {
     let v = m.as_str().trim_matches(['{', '}', '"', '\'']);
     let window = &text[from..to];
     window.contains(';') && CONTEXT.is_match(window) && !is_placeholder(v) && !is_code_reference(v) && v.len() >= 3
+}
+
+/// The start of the line holding `at`, looking back at most `max` bytes (long lines cost no more).
+fn line_start(text: &str, at: usize, max: usize) -> usize {
+    let from = floor_char(text, at.saturating_sub(max));
+    text[from..at].rfind('\n').map_or(from, |i| from + i + 1)
 }
 
 fn floor_char(text: &str, mut i: usize) -> usize {
@@ -1310,7 +1438,7 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
 /// a literal.
 fn env_style(caps: &Captures, text: &str) -> bool {
     let (Some(key), Some(sep)) = (caps.get(1), caps.get(2)) else { return false };
-    let line_start = text[..key.start()].rfind('\n').map_or(0, |i| i + 1);
+    let line_start = line_start(text, key.start(), 200);
     let lead = text[line_start..key.start()].trim_start();
     let lead_ok = lead.is_empty() || lead == "export " || lead == "export" || lead.ends_with(' ');
     let upper = key.as_str().chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
@@ -1641,6 +1769,56 @@ mod tests {
         ] {
             assert_kept(t);
         }
+    }
+
+    /// 64 kB inputs built to make rules work hard: repeated key names, separators, quotes, base64 and hex
+    /// runs, PEM headers, URL userinfo, concatenations, secret words. A functional check that redaction stays
+    /// linear: the bound is generous (the figure to watch is printed, in release it is a few milliseconds).
+    #[test]
+    fn adversarial_inputs_stay_fast() {
+        const SIZE: usize = 64 * 1024;
+        let fill = |unit: &str| unit.repeat(SIZE / unit.len() + 1)[..SIZE].to_string();
+        let inputs = [
+            fill("password="),
+            fill("password: "),
+            fill("password is "),
+            fill("a"),
+            fill("A1b2"),
+            fill("\"a\" + "),
+            fill("'x' "),
+            fill("-----BEGIN PRIVATE KEY-----\n"),
+            fill("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n"),
+            fill("https://u:p@"),
+            fill("Bearer "),
+            fill("token key secret pw Xk9#mQ2z!Lp4 "),
+            fill("admin / "),
+            fill("2d2d2d2d2d424547494e"),
+            fill("ENV API_TOKEN "),
+            fill("?token="),
+            fill("Server=x;Password="),
+            fill("echo 'x' | "),
+            fill("\"password\": \""),
+            fill("user_a=\""),
+            fill("name: DB_PASSWORD\n"),
+            fill("LS0tLS1CRUdJTi"),
+        ];
+        let _ = redact("warm-up");
+        let mut worst = (std::time::Duration::ZERO, 0usize);
+        for (i, input) in inputs.iter().enumerate() {
+            let start = std::time::Instant::now();
+            let out = redact(input);
+            let took = start.elapsed();
+            if std::env::var_os("FB_REDACT_TIMINGS").is_some() {
+                eprintln!("  input #{i:<2} {:>10.3?}", took);
+            }
+            if took > worst.0 {
+                worst = (took, i);
+            }
+            assert!(out.text.len() <= input.len() * 3, "input {i} grew to {} bytes", out.text.len());
+        }
+        eprintln!("slowest adversarial 64 kB input: #{} in {:?}", worst.1, worst.0);
+        let bound = if cfg!(debug_assertions) { 20.0 } else { 1.0 };
+        assert!(worst.0.as_secs_f64() < bound, "input #{} took {:?}", worst.1, worst.0);
     }
 
     #[test]
