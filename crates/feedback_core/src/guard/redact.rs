@@ -64,7 +64,7 @@ fn quoted_pair(key: &str) -> String {
 }
 
 const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*";
-const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn)[A-Za-z0-9_.-]*";
+const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret)[A-Za-z0-9_.-]*";
 
 static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
     // The header, optional `Proc-Type:`-style lines, then a base64 body (a bare header in prose is not a key).
@@ -390,7 +390,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["auth", "credential", "login", "logon", "sign", "connect"]),
         secret(
             "password_assignment",
-            r#"(?:\.|\b)(?i:set_?password|with_?password|password|passwd|set_?secret|set_?token|with_?token|with_?secret)\s*\(\s*["']([^"'\n]{3,128})["']\s*[,)]"#,
+            r#"(?:\.|\b)(?i:set_?password|with_?password|password|passwd|set_?secret|set_?token|with_?token|with_?secret)\s*\(\s*["']([^"'\n]{3,128})["']\s*\)"#,
             &[1],
             Some(quoted_password_valid),
         )
@@ -604,6 +604,135 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             &[1],
             Some(prose_password_valid),
         ),
+        // A literal default for a secret-named environment variable: `${DB_PASSWORD:-x}`, Spring's
+        // `${db.password:x}`, `os.getenv("API_KEY", "x")`, `process.env.TOKEN || "x"`, `env::var(..).unwrap_or("x")`.
+        secret(
+            "env_default",
+            r#"\$\{((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*)):-?([^}\s$]{3,200})\}"#,
+            &[2],
+            Some(env_default_valid),
+        )
+        .needs(&["${"]),
+        secret(
+            "env_default",
+            r#"(?i:[A-Za-z0-9_.]*(?:getenv|env|environ\.get|environ|config|setting|settings|fetch|get_env|env_or|envOr|lookup)[A-Za-z0-9_]*\s*\(\s*)["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s*,\s*(?:default\s*=\s*)?(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            &[2, 3],
+            Some(env_default_valid),
+        )
+        .needs(&["env", "config", "setting", "fetch", "lookup"]),
+        secret(
+            "env_default",
+            r#"(?:process\.env|import\.meta\.env|ENV|os\.environ)(?:\.|\[["'])((?i:[A-Za-z0-9_]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_]*))(?:["']\])?\s*(?:\|\||\?\?|\bor\b)\s*(?:"([^"\n]{3,200})"|'([^'\n]{3,200})'|`([^`\n]{3,200})`)"#,
+            &[2, 3, 4],
+            Some(env_default_valid),
+        )
+        .needs(&["env"]),
+        secret(
+            "env_default",
+            r#"(?:env::var|std::env::var|Environment\.GetEnvironmentVariable|System\.getenv)\(\s*"((?i:[A-Za-z0-9_]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_]*))"\s*\)\s*(?:\.unwrap_or(?:_else)?\(\s*(?:\|_\|\s*)?|\?\?\s*|\.orElse\(\s*|\|\|\s*)"([^"\n]{3,200})""#,
+            &[2],
+            Some(env_default_valid),
+        )
+        .needs(&["env"]),
+        // A typed or wrapped literal: `let api_key: &str = "..."`, `val password: String = "..."`,
+        // `jwtKey := []byte("...")`, `SECRET = b"..."`, `key = bytes.fromhex("...")`, `Secret::new("...")`.
+        secret(
+            "password_assignment",
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|pass)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Buffer\.from|SecureString|Password)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"([^"\\\n]{3,300})"|'([^'\\\n]{3,300})')"#,
+            &[2, 3],
+            Some(typed_password_valid),
+        )
+        .needs(&["pass", "pwd"]),
+        secret(
+            "api_key_assignment",
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|secret|token|private[_-]?key|access[_-]?key|signing[_-]?key|hmac[_-]?key|jwt[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|salt|pepper)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|hex\.DecodeString|hex::decode|base64\.b64decode|b64decode|base64\.StdEncoding\.DecodeString|Base64\.getDecoder\(\)\.decode|Buffer\.from|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Encoding\.UTF8\.GetBytes|DatatypeConverter\.parseHexBinary|Hex\.decodeHex)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"([^"\\\n]{8,300})"|'([^'\\\n]{8,300})')"#,
+            &[2, 3],
+            Some(typed_api_key_valid),
+        )
+        .needs(&["key", "secret", "token", "cred", "salt", "pepper"]),
+        // Keys as byte lists: `key = [0x4f, 0x2a, ...]`, `byteArrayOf(0x4f, ...)`, `new byte[] { 0x4f, ... }`.
+        secret(
+            "byte_array_key",
+            r"(?i:[A-Za-z0-9_]*(?:secret|key|token|password|pass|pwd|salt|seed|iv)[A-Za-z0-9_]*)[^\n=]{0,40}(?:=|:=|:)[^\n]{0,60}?((?:0x[0-9a-fA-F]{2}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){7,}0x[0-9a-fA-F]{2})",
+            &[1],
+            None,
+        )
+        .needs(&["0x"]),
+        // Signing and HMAC keys passed as literals.
+        secret(
+            "signing_key",
+            r#"(?i:\bhmac\.new|\bhmac\.digest|createHmac|Hmac(?:<[A-Za-z0-9]+>)?::new_from_slice|OpenSSL::HMAC\.(?:hexdigest|digest)|HMAC\.new|hash_hmac)\(\s*(?:["'](?:sha\d*|md5)["']\s*,\s*|[A-Za-z0-9_:.]*(?:sha|SHA|md5)[A-Za-z0-9_:.()]*\s*,\s*)?(?:b|r)?["']([^"'\n]{4,300})["']"#,
+            &[1],
+            Some(signing_key_valid),
+        )
+        .needs(&["hmac"]),
+        secret(
+            "signing_key",
+            r#"(?:\bjwt\.(?:encode|decode|sign|verify)|\bjws\.sign|Jwts\.builder\(\)[^\n]{0,200}?\.signWith|JWT\.create\(\)[^\n]{0,200}?\.sign)\([^,()\n]{1,120}(?:\([^()\n]{0,60}\))?[^,()\n]{0,60},\s*(?:b|r)?["']([^"'\n]{4,300})["']"#,
+            &[1],
+            Some(signing_key_valid),
+        )
+        .needs(&["jwt", "jws"]),
+        secret(
+            "signing_key",
+            r#"(?:Algorithm\.HMAC(?:256|384|512)|SignedString\(\s*\[\]byte|new\s+SecretKeySpec|Keys\.hmacShaKeyFor|EncodingKey::from_secret|DecodingKey::from_secret|HS256\.new|JWTAuth\(|JwtSecret\(|SymmetricSecurityKey\(\s*Encoding\.UTF8\.GetBytes)\(?\s*(?:b|r)?"([^"\n]{4,300})""#,
+            &[1],
+            Some(signing_key_valid),
+        )
+        .needs(&["hmac", "signedstring", "secretkeyspec", "hmacshakeyfor", "from_secret", "hs256", "jwt", "symmetricsecuritykey"]),
+        // Comparisons with a literal: `password == "x"`, `password.equals("x")`, `compare_digest(token, "x")`.
+        secret(
+            "password_assignment",
+            r#"(?i:\b[A-Za-z0-9_.]*(?:password|passwd|pwd|secret|token|api_?key)[A-Za-z0-9_]*\s*(?:===?|!==?|\.equals\(|\.equalsIgnoreCase\(|\.Equals\()\s*)(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            &[1, 2],
+            Some(compare_valid),
+        )
+        .needs(&["pass", "pwd", "secret", "token", "key"]),
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:strcmp|compare_digest|constant_time_compare|secure_compare|safe_str_cmp|ConstantTimeCompare|timingSafeEqual|Objects\.equals)\(\s*[A-Za-z0-9_.()\[\]"']*(?:password|passwd|pwd|secret|token|key)[A-Za-z0-9_.()\[\]"']*\s*,\s*(?:\[\]byte\(|Buffer\.from\(|b)?)(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            &[1, 2],
+            Some(compare_valid),
+        )
+        .needs(&["cmp", "compare", "equal"]),
+        // PowerShell: `ConvertTo-SecureString 'x' -AsPlainText`, `-String "x"`.
+        secret(
+            "password_assignment",
+            r#"(?i:ConvertTo-SecureString\s+(?:-String\s+)?)(?:"([^"\n]{1,200})"|'([^'\n]{1,200})')"#,
+            &[1, 2],
+            Some(compare_valid),
+        )
+        .needs(&["securestring"]),
+        // SQL: `SET PASSWORD FOR u = 'x'`, `CREATE LOGIN x WITH PASSWORD = 'x'`, `sp_addlogin 'u', 'x'`.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:set\s+password(?:\s+for\s+\S+)?\s*=\s*(?:password\s*\(\s*)?|with\s+password\s*=\s*|sp_addlogin\s+(?:@loginame\s*=\s*)?N?'[^'\n]+'\s*,\s*(?:@passwd\s*=\s*)?|sp_password\s+[^\n,]*,\s*))N?'((?:[^'\n]|''){1,200})'"#,
+            &[1],
+            Some(quoted_password_valid),
+        )
+        .needs(&["password", "sp_addlogin"]),
+        // C and C++: `#define API_KEY "..."`; Kotlin `"password" to "x"`; backtick literals.
+        secret(
+            "api_key_assignment",
+            r#"#define\s+((?i:[A-Za-z0-9_]*(?:password|passwd|pwd|pass|secret|token|api_?key|apikey|private_?key|access_?key|credentials?|auth)[A-Za-z0-9_]*))\s+(?:L|u8)?"([^"\n]{3,300})""#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["#define"]),
+        secret(
+            "password_assignment",
+            r#"["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s+to\s+(?:"([^"\n]{3,300})"|'([^'\n]{3,300})')"#,
+            &[2, 3],
+            Some(define_valid),
+        )
+        .needs(&[" to "]),
+        secret(
+            "password_assignment",
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)[A-Za-z0-9_.-]*))["']?[ \t]*(?:=|:|:=)[ \t]*`([^`$\n]{3,300})`"#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["`"]),
         // Generic assignments last.
         secret("password_assignment", &assignment(PASSWORD_KEY), &[3, 4, 5], Some(password_valid))
         .needs(&["pass", "pwd", "pw"]),
@@ -896,6 +1025,7 @@ fn passphrase_like(v: &str) -> bool {
     (2..=8).contains(&words)
         && (8..=100).contains(&n)
         && !v.contains(['(', ')', '[', ']', '{', '}', '"', '=', ';', '<', '>', '$'])
+        && v.split_whitespace().all(|w| w.chars().count() <= 24)
         && !MESSAGE.is_match(v)
         && !is_placeholder(v)
         && !v.ends_with(['.', '?', ':'])
@@ -1051,6 +1181,11 @@ fn pair_valid(caps: &Captures, text: &str) -> bool {
     if u.chars().all(|c| c.is_ascii_digit()) || u.contains("://") || !password_like(v) {
         return false;
     }
+    let line = &text[line_start(text, user.start(), 300)..];
+    let line = &line[..line.find('\n').unwrap_or(line.len())];
+    if line.contains(['=', ';', '{', '}']) || line.contains("//") && !line.contains("://") {
+        return false;
+    }
     pair_context(line_window(text, user.start(), pw.end())) || u.contains('@')
 }
 
@@ -1069,8 +1204,22 @@ fn encoded_secret_valid(caps: &Captures, _text: &str) -> bool {
     let body = blob.trim_end_matches('=');
     let Ok(bytes) = super::screen::B64_STANDARD.decode(body) else { return false };
     let Ok(decoded) = String::from_utf8(bytes) else { return false };
-    const HINTS: &[&str] =
-        &["pass", "secret", "token", "key", "auth", "cred", "akia", "asia", "gh", "gl", "sk", "xox", "-----begin", "://"];
+    const HINTS: &[&str] = &[
+        "pass",
+        "secret",
+        "token",
+        "key",
+        "auth",
+        "cred",
+        "akia",
+        "asia",
+        "gh",
+        "gl",
+        "sk",
+        "xox",
+        "-----begin",
+        "://",
+    ];
     let lower = decoded.to_ascii_lowercase();
     if !HINTS.iter().any(|h| lower.contains(h)) || !take_nested_budget() {
         return false;
@@ -1139,7 +1288,14 @@ fn credential_shaped(v: &str) -> bool {
         Regex::new(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$").expect("uuid")
     });
     let n = v.chars().count();
-    if n < 8 || !v.is_ascii() || UUID.is_match(v) || is_slug(v) || identifier_like(v) || is_placeholder(v) {
+    if n < 8
+        || !v.is_ascii()
+        || UUID.is_match(v)
+        || is_slug(v)
+        || identifier_like(v)
+        || camel_identifier(v)
+        || is_placeholder(v)
+    {
         return false;
     }
     static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
@@ -1170,6 +1326,76 @@ fn credential_shaped(v: &str) -> bool {
     (hex && n >= 32)
         || (classes >= 3 && n >= 10 && entropy(v) >= 3.0)
         || (classes >= 2 && n >= 20 && entropy(v) >= 3.8 && digit)
+}
+
+fn is_password_name(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["password", "passwd", "pwd", "pass"].iter().any(|w| k.contains(w)) && !not_a_password_key(&k)
+}
+
+/// A secret value, judged by its name: a password may be any non-placeholder; keys and tokens must look
+/// random (or be long phrases).
+fn value_for_name(key: &str, v: &str) -> bool {
+    if is_placeholder(v) || is_code_reference(v) || env_var_name(v) || path_like(v) || v.contains("://") {
+        return false;
+    }
+    if NON_SECRET_KEY.is_match(key) || names_a_reference(key) {
+        return false;
+    }
+    if v.contains(char::is_whitespace) {
+        return passphrase_like(v);
+    }
+    if is_password_name(key) {
+        v.chars().count() >= 3
+    } else {
+        looks_random(v) || (v.len() >= 12 && !is_slug(v) && !identifier_like(v))
+    }
+}
+
+fn env_default_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3, 4]);
+    !v.starts_with('?') && value_for_name(key, v)
+}
+
+fn typed_password_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3]);
+    !not_a_password_key(key) && value_for_name(key, v)
+}
+
+fn typed_api_key_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3]);
+    let lower = key.to_ascii_lowercase();
+    !lower.ends_with("tokens") && !lower.contains("author") && !identifier_like(v) && value_for_name(key, v)
+}
+
+fn define_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3]);
+    value_for_name(key, v)
+}
+
+fn signing_key_valid(caps: &Captures, _text: &str) -> bool {
+    static DIGEST: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:sha-?\d*|md5|sha3-\d+|blake2[bs]?\d*|ripemd\d*|hs\d{3}|rs\d{3}|es\d{3})$").expect("digest")
+    });
+    let v = group(caps, &[1]);
+    if DIGEST.is_match(v) {
+        return false;
+    }
+    !is_placeholder(v) && !env_var_name(v) && v.chars().count() >= 4 && !v.contains(char::is_whitespace)
+        || passphrase_like(v)
+}
+
+fn compare_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2]);
+    !is_placeholder(v)
+        && !env_var_name(v)
+        && !is_code_reference(v)
+        && v.chars().count() >= 3
+        && (!v.contains(char::is_whitespace) || passphrase_like(v))
 }
 
 /// Keys that end in "pass" without being passwords: `bypass`, `compass`, a compiler's `first_pass`.
@@ -1420,9 +1646,9 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
         || is_path(value)
         || env_var_name(value)
         || names_a_reference(key)
-        || (value.contains("://") && !value.contains('@'))
+        || value.contains("://")
         || lower_key.contains("author")
-        || lower_key == "signingkey"
+        || (lower_key == "signingkey" && value.len() <= 40 && value.chars().all(|c| c.is_ascii_hexdigit()))
         || path_like(value)
         || encrypted_context(text, caps.get(1).map_or(0, |m| m.start()))
     {
@@ -1513,6 +1739,32 @@ fn identifier_like(v: &str) -> bool {
         }
     }
     covered * 2 >= v.len()
+}
+
+/// A code identifier made of words: `getApiKey2`, `oauth2Client`, `S3_BUCKET_NAME`, `parseJWTToken`; every
+/// alphabetic piece has a vowel, numbers are short, single letters rare (random tokens fail one of these).
+fn camel_identifier(v: &str) -> bool {
+    static PIECE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[A-Z]?[a-z]+|[A-Z]+(?:[^a-z]|$)|[A-Z]+|\d+|[^A-Za-z0-9]+").expect("pieces"));
+    if !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
+        return false;
+    }
+    let mut singles = 0;
+    for p in PIECE.find_iter(v).map(|m| m.as_str().trim_end_matches(|c: char| !c.is_ascii_alphanumeric())) {
+        if p.is_empty() {
+            continue;
+        }
+        if p.chars().all(|c| c.is_ascii_digit()) {
+            if p.len() > 3 {
+                return false;
+            }
+        } else if p.len() == 1 {
+            singles += 1;
+        } else if !p.chars().any(|c| "aeiouyAEIOUY".contains(c)) {
+            return false;
+        }
+    }
+    singles <= 1
 }
 
 /// Shannon entropy in bits per character.
@@ -1768,6 +2020,99 @@ mod tests {
             "secret: ${{ secrets.DEPLOY_KEY }}",
         ] {
             assert_kept(t);
+        }
+    }
+
+    /// The forms of the red-team finding (F6), each with a secret that must not survive.
+    #[test]
+    fn red_team_forms() {
+        for (text, secret) in [
+            ("password = \"correct horse battery staple\"", "correct horse battery staple"),
+            ("ENV API_TOKEN 9f2c4e7a1b3d5f60718293a4b5c6d7e8", "9f2c4e7a1b3d5f60718293a4b5c6d7e8"),
+            ("ARG DB_PASSWORD=Kx8pq2LmZ9", "Kx8pq2LmZ9"),
+            ("The password for the admin account is: Zq7!mW2#rT", "Zq7!mW2#rT"),
+            ("db.internal:5432:orders:app:Vq3xL9pT2mKw", "Vq3xL9pT2mKw"),
+            ("echo 'Rt5#kLq9wZ' | passwd --stdin root", "Rt5#kLq9wZ"),
+            ("export GH_TOKEN=ghp_exampleA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6", "ghp_exampleA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"),
+            ("DATABASE_URL=postgres://app:Example2024!@db:5432/app", "Example2024!"),
+            ("key = \"sk_live_51HxYz\" + \"AbCdEfGhIjKlMnOp\"", "AbCdEfGhIjKlMnOp"),
+            ("SENDGRID_API_KEY=SG.abcdefghij0123456789AB.abcdefghij0123456789ABCDEFGHIJ0123456789abc", "SG.abcdefghij"),
+            ("export SSHPASS='Tr0ub4dor&3'", "Tr0ub4dor&3"),
+            ("machine github.com login ci password Zk2#pQ9mLx", "Zk2#pQ9mLx"),
+            ("mysql -u root -pS3cr3t!x shop", "S3cr3t!x"),
+            ("sshpass -p 'Tr0ub4dor&3' ssh deploy@host", "Tr0ub4dor&3"),
+            ("Server=db;Database=app;User Id=sa;Password=My Str0ng Pass;", "My Str0ng Pass"),
+            ("https://bucket.s3.amazonaws.com/f?X-Amz-Signature=3f1c2b9a8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a", "3f1c2b9a8d7e"),
+            ("curl 'https://api.vendor.io/v1/items?api_key=Zx8Kq2Lm9Pw4Rt6Y'", "Zx8Kq2Lm9Pw4Rt6Y"),
+            ("Das Passwort ist Hx7!kq2Lm", "Hx7!kq2Lm"),
+            ("le mot de passe est « Qz8#wLm2 »", "Qz8#wLm2"),
+        ] {
+            let r = redact(text);
+            assert!(!r.text.contains(secret), "{secret:?} survived in {:?}", r.text);
+            assert!(!r.kinds.is_empty());
+            assert_eq!(redact(&r.text).text, r.text, "not idempotent for {text:?}");
+        }
+    }
+
+    #[test]
+    fn keys_without_headers_and_in_hex() {
+        use base64::Engine;
+        // A DER private key's first bytes: SEQUENCE (long form), INTEGER 0, then an AlgorithmIdentifier.
+        let der: Vec<u8> = [0x30, 0x82, 0x04, 0xbd, 0x02, 0x01, 0x00, 0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48]
+            .iter()
+            .copied()
+            .chain((0..120u8).map(|i| i.wrapping_mul(37)))
+            .collect();
+        let body = base64::engine::general_purpose::STANDARD.encode(&der);
+        let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
+        let pasted = format!("key body:\n{}\n", lines.join("\n"));
+        assert_redacts(&pasted, lines[0], "private_key_pem");
+        let hex: String = der.iter().map(|b| format!("{b:02x}")).collect();
+        assert_redacts(&format!("PRIVATE_KEY={hex}"), &hex[..40], "private_key_pem");
+        // A public key (SEQUENCE, SEQUENCE) is not a private key.
+        let public =
+            "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0";
+        assert_kept(&format!("-----BEGIN PUBLIC KEY-----\n{public}\n-----END PUBLIC KEY-----"));
+    }
+
+    #[test]
+    fn application_code_forms() {
+        for (text, secret) in [
+            ("let api_key: &str = \"q8Zr2LmX9pTw4KvB7nYc\";", "q8Zr2LmX9pTw4KvB7nYc"),
+            ("val dbPassword: String = \"Tr0ub4dor&3\"", "Tr0ub4dor&3"),
+            ("jwtKey := []byte(\"m9Kq2LxZ7pWv4RtY\")", "m9Kq2LxZ7pWv4RtY"),
+            ("SECRET_KEY = b\"Zx9#kLq2mWp7\"", "Zx9#kLq2mWp7"),
+            ("password = os.getenv(\"DB_PASSWORD\", \"Pa55w0rd!dev\")", "Pa55w0rd!dev"),
+            ("@Value(\"${db.password:Tr0ub4dor3}\")", "Tr0ub4dor3"),
+            ("const token = process.env.API_TOKEN || \"q8Zr2LmX9pTw4KvB\";", "q8Zr2LmX9pTw4KvB"),
+            ("PGPASSWORD=${PGPASSWORD:-Kx8pq2LmZ9} psql", "Kx8pq2LmZ9"),
+            ("sig = hmac.new(b\"Zx9kLq2mWp7Rt\", body, hashlib.sha256)", "Zx9kLq2mWp7Rt"),
+            ("token = jwt.encode(payload, \"k3Y-f0r-s1gn1ng\", algorithm=\"HS256\")", "k3Y-f0r-s1gn1ng"),
+            ("if (password == \"Sup3rS3cret!\") { grant(); }", "Sup3rS3cret!"),
+            ("$pw = ConvertTo-SecureString 'Tr0ub4dor&3' -AsPlainText -Force", "Tr0ub4dor&3"),
+            ("#define API_KEY \"q8Zr2LmX9pTw4KvB7nYc\"", "q8Zr2LmX9pTw4KvB7nYc"),
+            ("mapOf(\"password\" to \"Tr0ub4dor&3\")", "Tr0ub4dor&3"),
+            ("key = [0x4f, 0x2a, 0x91, 0x07, 0xc3, 0x5e, 0x18, 0xaa, 0x6d]", "0x4f, 0x2a, 0x91"),
+            ("TOKEN = (\"ghp_a1B2c3D4e5F6g7H8\"\n         \"i9J0k1L2m3N4o5P6q7R8\")", "i9J0k1L2m3N4o5P6q7R8"),
+            ("CREATE LOGIN app WITH PASSWORD = 'Tr0ub4dor&3'", "Tr0ub4dor&3"),
+        ] {
+            let r = redact(text);
+            assert!(!r.text.contains(secret), "{secret:?} survived in {:?}", r.text);
+            assert_eq!(redact(&r.text).text, r.text, "not idempotent for {text:?}");
+        }
+        for text in [
+            "password = os.getenv(\"DB_PASSWORD\")",
+            "token = os.environ.get(\"API_TOKEN\", \"\")",
+            "secret = settings.get(\"SECRET_KEY\")",
+            "password: str = Field(..., min_length=12)",
+            "if password == \"\" { return Err(Empty) }",
+            "api_key = secrets.token_urlsafe(32)",
+            "ELASTIC_PASSWORD=${ELASTIC_PASSWORD:?missing}",
+            "@Value(\"${db.password}\")",
+            "let request_id = \"123e4567-e89b-12d3-a456-426614174000\";",
+            "const TOKEN_TTL_SECONDS = 3600;",
+        ] {
+            assert_kept(text);
         }
     }
 
