@@ -177,6 +177,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             None,
         ),
         secret("webhook_url", r"(?i:chat\.googleapis\.com/v1/spaces/[\w-]+/messages\?)([^\s'\x22<>]+)", &[1], None),
+        // Mattermost and Rocket.Chat incoming webhooks: /hooks/<26 lower-case letters and digits>.
+        secret("webhook_url", r"https?://[^\s/]+/hooks/([a-z0-9]{26})\b", &[1], None).needs(&["/hooks/"]),
         secret("telegram_bot_token", r"\b(?:bot)?(\d{8,10}:AA[A-Za-z0-9_-]{33})\b", &[1], None),
         secret(
             "discord_bot_token",
@@ -198,11 +200,11 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             None,
         ),
         secret("sendgrid_key", r"\b(SG\.[\w-]{16,32}\.[\w-]{30,50})", &[1], None),
+        secret("twilio_key", r#"\bSK[0-9a-fA-F]{32}["']?\s*,\s*["']([A-Za-z0-9]{32})["']"#, &[1], None),
         secret("twilio_key", r"\b(SK[0-9a-fA-F]{32})\b", &[1], None),
         // A Twilio auth token: 32 hex digits (or 32 alphanumerics after an API key SID) in a text that mentions
         // Twilio or holds an account SID.
         secret("twilio_key", r"\b([0-9a-f]{32})\b", &[1], Some(twilio_context)),
-        secret("twilio_key", r#"\bSK[0-9a-fA-F]{32}["']?\s*,\s*["']([A-Za-z0-9]{32})["']"#, &[1], None),
         secret("twilio_key", r"\bAC[0-9a-f]{32}:([0-9a-f]{32})\b", &[1], None),
         secret("npm_token", r"\b(npm_[A-Za-z0-9]{36})\b", &[1], None),
         secret("npm_token", r#"_authToken\s*=\s*["']?([^\s"']+)"#, &[1], Some(npm_auth_valid)),
@@ -215,7 +217,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         ),
         secret(
             "cloud_api_token",
-            r"\b(do[opr]_v1_[a-f0-9]{64}|hv[sbr]\.[A-Za-z0-9_-]{24,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,}|pul-[a-f0-9]{40}|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}|sbp_[a-f0-9]{40}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{30,}|dapi[a-f0-9]{32}(?:-\d)?|LTAI[A-Za-z0-9]{12,24}|FlyV1 fm\d_[A-Za-z0-9_+/=,-]{20,}|rnd_[A-Za-z0-9]{30,}|nfp_[A-Za-z0-9]{36,}|vercel_[A-Za-z0-9_]{20,}|CCIPAT_[A-Za-z0-9_]{30,}|bkua_[a-f0-9]{40})\b",
+            r"\b(do[opr]_v1_[a-f0-9]{64}|hv[sbr]\.[A-Za-z0-9_-]{24,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,}|pul-[a-f0-9]{40}|dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,20}\.)?[A-Za-z0-9]{40,}|sbp_[a-f0-9]{40}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{30,}|dapi[a-f0-9]{32}(?:-\d)?|LTAI[A-Za-z0-9]{12,24}|FlyV1 fm\d_[A-Za-z0-9_+/=,-]{20,}|rnd_[A-Za-z0-9]{30,}|nfp_[A-Za-z0-9]{36,}|vercel_[A-Za-z0-9_]{20,}|CCIPAT_[A-Za-z0-9_]{30,}|bkua_[a-f0-9]{40})\b",
             &[1],
             None,
         ),
@@ -236,7 +238,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["bearer"]),
         secret(
             "bearer_token",
-            r#"(?i:authorization)["']?\s*[:=,]?\s*["']?(?i:token|apikey|api-key|sso-key|key|digest|hmac|aws4-hmac-sha256|splunk|ghp|dsn|sharedaccesssignature|klaviyo-api-key|zoho-oauthtoken|oauth)\s+([A-Za-z0-9._~+/:=,-]{12,}=*)(?:[\s"'`;)\]}\\]|$)"#,
+            r#"(?i:authorization)["']?\s*[:=,]?\s*["']?(?i:token|apikey|api-key|sso-key|key|digest|hmac|aws4-hmac-sha256|splunk|ghp|dsn|sharedaccesssignature|klaviyo-api-key|zoho-oauthtoken|oauth|ssws)\s+([A-Za-z0-9._~+/:=,-]{12,}=*)(?:[\s"'`;)\]}\\]|$)"#,
             &[1],
             Some(bearer_valid),
         )
@@ -364,6 +366,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(cli_password_valid),
         )
         .needs(&["mongo"]),
+        secret("password_assignment", r"(?i:\bnet\s+use\b[^\n]*?/user:\S+\s+)([^\s/]\S*)", &[1], Some(cli_password_valid))
+            .needs(&["net use"]),
+        secret(
+            "password_assignment",
+            r"\bopenssl\b[^\n]*?\s-(?:k|pass|passin|passout)\s+(?:pass:)?(\S+)",
+            &[1],
+            Some(openssl_password_valid),
+        )
+        .needs(&["openssl"]),
         // A password piped into the program that reads it: `echo 'pw' | passwd --stdin root`,
         // `echo "user:pw" | chpasswd`, `echo pw | sudo -S ...`, `echo $X | docker login --password-stdin`.
         secret(
@@ -450,14 +461,14 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Dockerfile `ENV KEY value` / `ARG KEY value` (the `KEY=value` forms are assignments).
         secret(
             "password_assignment",
-            r#"(?m:^[ \t]*(?:ENV|ARG|SetEnv|setenv|set)[ \t]+((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=][^\n]*?))[ \t]*\r?$"#,
+            r#"(?m)(?:^[ \t]*(?:ENV|ARG|SetEnv|setenv|set)[ \t]+((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=][^\n]*?))[ \t]*\r?$"#,
             &[2, 3, 4],
             Some(directive_password_valid),
         )
         .needs(&["pass", "pwd"]),
         secret(
             "api_key_assignment",
-            r#"(?m:^[ \t]*(?:ENV|ARG|SetEnv|setenv|set)[ \t]+((?i:[\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=][^\s]*))[ \t]*\r?$"#,
+            r#"(?m)(?:^[ \t]*(?:ENV|ARG|SetEnv|setenv|set)[ \t]+((?i:[\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=][^\s]*))[ \t]*\r?$"#,
             &[2, 3, 4],
             Some(directive_api_key_valid),
         )
@@ -474,6 +485,22 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(prose_password_valid),
         )
         .needs(&["pass", "pw", "psk", "kennwort", "schlüssel", "mot de passe", "mdp", "contrase", "clave", "senha", "wachtwoord", "has", "parola", "ifre", "пароль"]),
+        // A quoted value right after the word: `mot de passe « x y z »`, `password "x"`, `pass `x``.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:password|passwd|passphrase|pass|pw|psk|passwort|kennwort|schlüssel|mot\s+de\s+passe|contraseña|senha|wachtwoord)\b[ \t]*)(?:"([^"\n]{3,128})"|'([^'\n]{3,128})'|`([^`\n]{3,128})`|“([^”\n]{3,128})”|«\s?([^»\n]{3,128}?)\s?»|„([^“”\n]{3,128})[“”])"#,
+            &[1, 2, 3, 4, 5, 6],
+            Some(quoted_prose_valid),
+        )
+        .needs(&["pass", "pw", "psk", "kennwort", "schlüssel", "mot de passe", "contrase", "senha", "wachtwoord"]),
+        // "user admin, password J=-NZ9qYO#PSMV5RSh": the word, a space, a value that is plainly a password.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:password|passwd|passphrase|passcode|pass|pw|pwd|psk)[ \t]+)([^\s"'`]{6,128}?)(?:[.,;)]*(?:\s|$))"#,
+            &[1],
+            Some(strong_password_valid),
+        )
+        .needs(&["pass", "pw", "psk"]),
         // An unquoted passphrase after "password is": three to eight lowercase words up to punctuation.
         secret(
             "password_assignment",
@@ -486,14 +513,14 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `masterauth "X"`, `proxy_set_header X-Api-Key X;`, Dockerfile `ENV KEY value`.
         secret(
             "password_assignment",
-            r#"(?m:^[ \t]*(?:(?:ENV|ARG|SetEnv|setenv|set|export|proxy_set_header|add_header|more_set_headers|fastcgi_param|env)[ \t]+)?((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass|masterauth)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=:][^\n;]*?))[ \t]*;?[ \t]*\r?$"#,
+            r#"(?m)(?:^[ \t]*(?:(?:ENV|ARG|SetEnv|setenv|set|export|proxy_set_header|add_header|more_set_headers|fastcgi_param|env)[ \t]+)?((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass|masterauth)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=:][^\n;]*?))[ \t]*;?[ \t]*\r?$"#,
             &[2, 3, 4],
             Some(directive_password_valid),
         )
         .needs(&["pass", "pwd", "masterauth"]),
         secret(
             "api_key_assignment",
-            r#"(?m:^[ \t]*(?:(?:ENV|ARG|SetEnv|setenv|set|export|proxy_set_header|add_header|more_set_headers|fastcgi_param|env)[ \t]+)?((?i:[\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth|app[_-]?key|application[_-]?key)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=:][^\s;]*))[ \t]*;?[ \t]*\r?$"#,
+            r#"(?m)(?:^[ \t]*(?:(?:ENV|ARG|SetEnv|setenv|set|export|proxy_set_header|add_header|more_set_headers|fastcgi_param|env)[ \t]+)?((?i:[\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth|app[_-]?key|application[_-]?key)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=:][^\s;]*))[ \t]*;?[ \t]*\r?$"#,
             &[2, 3, 4],
             Some(directive_api_key_valid),
         )
@@ -501,7 +528,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `key=value with spaces` to the end of a line (Java properties, INI): only passphrase-like values.
         secret(
             "password_assignment",
-            r#"(?m:^[ \t]*((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*))[ \t]*[=:][ \t]*)([^\s"'\[{<$][^\n]*?[^\s])[ \t]*\r?$"#,
+            r#"(?m)(?:^[ \t]*((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*))[ \t]*[=:][ \t]*)([^\s"'\[{<$][^\n]*?[^\s])[ \t]*\r?$"#,
             &[2],
             Some(line_passphrase_valid),
         )
@@ -600,7 +627,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // "user/password admin/X", "credentials: admin / X", "login admin:X".
         secret(
             "password_assignment",
-            r#"(?i:\b(?:user(?:name)?\s*/\s*pass(?:word)?|login\s*/\s*pass(?:word)?|u/p|creds?|credentials|login|anmeldedaten|identifiants)\b\s*(?:is|are|:|=|sind|sont)?\s*["'`]?[\w.@+-]{1,64}\s*(?:/|:)\s*)["'`]?([^\s"'`/]{4,128}?)["'`]?(?:[.,;)]*(?:\s|$))"#,
+            r#"(?i:\b(?:user(?:name)?\s*/\s*pass(?:word)?|login\s*/\s*pass(?:word)?|u/p|creds?|credentials|login|anmeldedaten|identifiants)\b[ \t]*(?:is|are|:|=|sind|sont)?[ \t]*["'`]?[\w.@+-]{1,64}[ \t]*(?:/|:)[ \t]*)["'`]?([^\s"'`/]{4,128}?)["'`]?(?:[.,;)]*(?:\s|$))"#,
             &[1],
             Some(prose_password_valid),
         ),
@@ -1076,6 +1103,27 @@ fn names_a_reference(key: &str) -> bool {
     REF.is_match(key)
 }
 
+fn quoted_prose_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2, 3, 4, 5, 6]);
+    if is_placeholder(v) || env_var_name(v) || is_code_reference(v) || is_path(v) || v.contains("://") {
+        return false;
+    }
+    if v.contains(char::is_whitespace) {
+        return passphrase_like(v) && !v.split_whitespace().any(|w| FUNCTION_WORD.is_match(w));
+    }
+    password_like(v)
+}
+
+/// Plainly a password: letters, a digit, and a capital or a symbol; not an identifier or a version.
+fn strong_password_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    let upper = v.chars().any(|c| c.is_ascii_uppercase());
+    let lower = v.chars().any(|c| c.is_ascii_lowercase());
+    let digit = v.chars().any(|c| c.is_ascii_digit());
+    let symbol = v.chars().any(|c| !c.is_ascii_alphanumeric());
+    password_like(v) && lower && digit && (upper || symbol) && !camel_identifier(v) && !is_slug(v)
+}
+
 fn bare_passphrase_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
     let words: Vec<&str> = v.split_whitespace().collect();
@@ -1099,6 +1147,11 @@ fn line_passphrase_valid(caps: &Captures, _text: &str) -> bool {
         && !not_a_password_key(key)
         && passphrase_like(v)
         && !v.split_whitespace().any(|w| FUNCTION_WORD.is_match(w) && w.len() <= 3)
+}
+
+fn openssl_password_valid(caps: &Captures, text: &str) -> bool {
+    let v = group(caps, &[1]).to_ascii_lowercase();
+    !["file:", "env:", "fd:", "stdin"].iter().any(|p| v.starts_with(p)) && cli_password_valid(caps, text)
 }
 
 fn jaas_context(caps: &Captures, text: &str) -> bool {
@@ -1181,9 +1234,11 @@ fn pair_valid(caps: &Captures, text: &str) -> bool {
     if u.chars().all(|c| c.is_ascii_digit()) || u.contains("://") || !password_like(v) {
         return false;
     }
-    let line = &text[line_start(text, user.start(), 300)..];
-    let line = &line[..line.find('\n').unwrap_or(line.len())];
-    if line.contains(['=', ';', '{', '}']) || line.contains("//") && !line.contains("://") {
+    let before = &text[line_start(text, user.start(), 300)..user.start()];
+    let after = &text[pw.end()..];
+    let after = &after[..after.find('\n').unwrap_or(after.len()).min(300)];
+    let code = |s: &str| s.contains(['=', ';', '{', '}']) || s.contains("//") && !s.contains("://");
+    if code(before) || code(after) {
         return false;
     }
     pair_context(line_window(text, user.start(), pw.end())) || u.contains('@')
@@ -1265,16 +1320,20 @@ fn take_nested_budget() -> bool {
 /// A token that looks like a credential in a line (or after a line) that names a secret.
 fn prose_token_valid(caps: &Captures, text: &str) -> bool {
     static SECRET_WORD: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)(?:\b(?:password|passwd|passwords|pass|pw|pwd|passphrase|passcode|psk|secret|secrets|token|tokens|api[\s_-]?key|apikey|key|keys|creds?|credentials?|login|log\s+in|logon|auth|unseal|otp|mfa|2fa|private|passwort|kennwort|schlüssel|zugangsdaten|mot\s+de\s+passe|clé|cle|contraseña|clave|senha|chave|wachtwoord|sleutel)\b)")
+        Regex::new(r"(?i)(?:(?:^|[^A-Za-z])(?:password|passwd|secret|token|apikey|api_key|credentials?)(?:[^A-Za-z]|$)|\b(?:password|passwd|passwords|pass|pw|pwd|passphrase|passcode|psk|secret|secrets|token|tokens|api[\s_-]?key|apikey|key|keys|creds?|credentials?|login|log\s+in|logon|auth|unseal|otp|mfa|2fa|private|passwort|kennwort|schlüssel|zugangsdaten|mot\s+de\s+passe|clé|cle|contraseña|clave|senha|chave|wachtwoord|sleutel)\b)")
             .expect("secret words")
     });
     static NOT_SECRET_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace[\s_-]?id|correlation|span|uuid|guid|etag|integrity|fingerprint|public\s+key|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2)\b")
+        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace[\s_-]?id|correlation|span|uuid|guid|etag|integrity|fingerprint|public\s+key|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid)\b")
             .expect("non-secret context")
     });
     let Some(m) = caps.get(1) else { return false };
     let v = m.as_str();
-    if v.contains("[REDACTED") || !credential_shaped(v) {
+    if v.contains("[REDACTED") || !credential_shaped(v) || encrypted_context(text, m.start()) {
+        return false;
+    }
+    let lead = &text[floor_char(text, m.start().saturating_sub(4))..m.start()];
+    if lead.eq_ignore_ascii_case("enc(") || lead.eq_ignore_ascii_case("enc[") {
         return false;
     }
     let window = PLACEHOLDER.replace_all(line_window(text, m.start(), m.end()), "");
@@ -1299,11 +1358,27 @@ fn credential_shaped(v: &str) -> bool {
         return false;
     }
     static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^[A-Za-z_][\w.-]*[=:]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$")
+        Regex::new(r"^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$")
             .expect("not a token")
     });
-    if v.contains("://") || v.contains('@') && v.contains('.') || NOT_TOKEN.is_match(v) || wordy_segments(v) {
+    if v.contains("://")
+        || v.contains('@') && v.contains('.')
+        || NOT_TOKEN.is_match(v)
+        || wordy_segments(v)
+        || v.contains('=') && v.contains(['&', ';'])
+    {
         return false;
+    }
+    // `name=value`, `name:value` with a code name: a setting, not a token.
+    if let Some(i) = v.find(['=', ':']) {
+        let name = &v[..i];
+        let snake = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+            && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && (name.chars().all(|c| !c.is_ascii_uppercase()) || name.chars().all(|c| !c.is_ascii_lowercase()));
+        if snake || camel_identifier(name) {
+            return false;
+        }
     }
     if looks_like_version_or_date(v) || v.split('/').count() > 2 || is_code_reference(v) {
         return false;
@@ -1401,9 +1476,26 @@ fn compare_valid(caps: &Captures, _text: &str) -> bool {
 /// Keys that end in "pass" without being passwords: `bypass`, `compass`, a compiler's `first_pass`.
 fn not_a_password_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    ["bypass", "compass", "surpass", "first_pass", "second_pass", "multipass", "one_pass", "single_pass", "two_pass"]
-        .iter()
-        .any(|w| k.ends_with(w))
+    [
+        "bypass",
+        "compass",
+        "surpass",
+        "first_pass",
+        "second_pass",
+        "multipass",
+        "one_pass",
+        "single_pass",
+        "two_pass",
+        "proxy_pass",
+        "fastcgi_pass",
+        "uwsgi_pass",
+        "grpc_pass",
+        "scgi_pass",
+        "memcached_pass",
+        "askpass",
+    ]
+    .iter()
+    .any(|w| k.ends_with(w))
 }
 
 /// A file path, not a value: `/run/secrets/db_password`, `./secrets/token.txt`, `~/.pgpass`.
@@ -1570,6 +1662,9 @@ fn name_value_api_key_valid(caps: &Captures, _text: &str) -> bool {
 fn directive_password_valid(caps: &Captures, text: &str) -> bool {
     let key = group(caps, &[1]);
     let v = group(caps, &[2, 3, 4]).trim();
+    if v.contains("://") && !v.contains('@') {
+        return false;
+    }
     if v.starts_with('-') || (caps.get(4).is_some() && v.contains(char::is_whitespace) && !passphrase_like(v)) {
         return false;
     }
@@ -1691,7 +1786,7 @@ fn is_code_reference(v: &str) -> bool {
 /// made of (`changeme`, `example`, `your_token_here`). A value that merely contains "example" is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%.*%?|#\{.*|!\w.*|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_-]a[_-]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_-]a[_-]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
