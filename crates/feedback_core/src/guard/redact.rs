@@ -394,7 +394,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Credentials passed as (user, password) string arguments.
         secret(
             "password_assignment",
-            r#"(?i:\bauth\s*=\s*\(|[\w.]*(?:basicauth|basic_auth|credentials?|credential|login|logon|signin|sign_in|authenticate|useridentity|passwordauthentication|connect)\s*\()\s*["'][^"'\n]{1,80}["']\s*,\s*["']([^"'\n]{3,128})["']"#,
+            r#"(?i:\bauth\s*=\s*\(|[\w.]*(?:basicauth|basic_auth|credentials?|credential|login|logon|signin|sign_in|authenticate|useridentity|passwordauthentication|connect|getconnection|bind|bind_s|simple_bind|simple_bind_s)\s*\()\s*(?:["'](?:jdbc:|[a-z][a-z0-9+.-]{1,20}://)[^"'\n]{1,200}["']\s*,\s*)?["'][^"'\n]{1,120}["']\s*,\s*["']([^"'\n]{3,128})["']\s*[,)]"#,
             &[1],
             Some(quoted_password_valid),
         )
@@ -665,14 +665,14 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `jwtKey := []byte("...")`, `SECRET = b"..."`, `key = bytes.fromhex("...")`, `Secret::new("...")`.
         secret(
             "password_assignment",
-            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|pass)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Buffer\.from|SecureString|Password)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"([^"\\\n]{3,300})"|'([^'\\\n]{3,300})')"#,
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|pass)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Buffer\.from|SecureString|Password)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){3,300})"|'([^'\\\n]{3,300})')"#,
             &[2, 3],
             Some(typed_password_valid),
         )
         .needs(&["pass", "pwd"]),
         secret(
             "api_key_assignment",
-            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|secret|token|private[_-]?key|access[_-]?key|signing[_-]?key|hmac[_-]?key|jwt[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|salt|pepper)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|hex\.DecodeString|hex::decode|base64\.b64decode|b64decode|base64\.StdEncoding\.DecodeString|Base64\.getDecoder\(\)\.decode|Buffer\.from|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Encoding\.UTF8\.GetBytes|DatatypeConverter\.parseHexBinary|Hex\.decodeHex)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"([^"\\\n]{8,300})"|'([^'\\\n]{8,300})')"#,
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|secret|token|private[_-]?key|access[_-]?key|signing[_-]?key|hmac[_-]?key|jwt[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|salt|pepper)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|hex\.DecodeString|hex::decode|base64\.b64decode|b64decode|base64\.StdEncoding\.DecodeString|Base64\.getDecoder\(\)\.decode|Buffer\.from|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Encoding\.UTF8\.GetBytes|DatatypeConverter\.parseHexBinary|Hex\.decodeHex)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){8,300})"|'([^'\\\n]{8,300})')"#,
             &[2, 3],
             Some(typed_api_key_valid),
         )
@@ -1358,7 +1358,7 @@ fn credential_shaped(v: &str) -> bool {
         return false;
     }
     static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$")
+        Regex::new(r"A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$")
             .expect("not a token")
     });
     if v.contains("://")
@@ -1423,8 +1423,17 @@ fn value_for_name(key: &str, v: &str) -> bool {
     if is_password_name(key) {
         v.chars().count() >= 3
     } else {
-        looks_random(v) || (v.len() >= 12 && !is_slug(v) && !identifier_like(v))
+        looks_random(v) || (v.len() >= 12 && !is_slug(v) && !identifier_like(v)) || strong_secret_phrase(key, v)
     }
+}
+
+/// A long hand-made secret under a name that can only hold one: `JWT_SECRET = "my-super-secret-jwt-key-2024"`.
+fn strong_secret_phrase(key: &str, v: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    let strong = ["secret", "token", "api_key", "apikey", "private_key", "signing_key", "hmac_key", "password"]
+        .iter()
+        .any(|w| k.ends_with(w));
+    strong && v.len() >= 16 && v.chars().any(|c| c.is_ascii_digit()) && !v.contains(['/', ' ', '.'])
 }
 
 fn env_default_valid(caps: &Captures, _text: &str) -> bool {
@@ -1718,7 +1727,10 @@ fn password_valid(caps: &Captures, text: &str) -> bool {
         if is_code_reference(value) || followed_by_call(caps, text) {
             return false;
         }
-        if value.chars().all(|c| c.is_ascii_alphabetic() || c == '_') && !env_style(caps, text) {
+        let code_name = camel_identifier(value)
+            && value.chars().any(|c| c.is_ascii_uppercase())
+            && !value.chars().any(|c| c.is_ascii_digit());
+        if (value.chars().all(|c| c.is_ascii_alphabetic() || c == '_') || code_name) && !env_style(caps, text) {
             return false;
         }
         if value.chars().all(|c| c.is_ascii_digit()) && value.len() < 6 {
@@ -1752,7 +1764,7 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
     if caps.get(5).is_some() && (is_code_reference(value) || followed_by_call(caps, text) || identifier_like(value)) {
         return false;
     }
-    looks_random(value)
+    looks_random(value) || (caps.get(5).is_none() && strong_secret_phrase(key, value))
 }
 
 /// `KEY=value` at a line start with an upper-case key: a .env file or a shell assignment, where a bare word is
