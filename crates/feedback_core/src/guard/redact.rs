@@ -53,7 +53,7 @@ static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[REDACTED:[
 /// Groups: 1 key, 2 separator, 3 double-quoted value, 4 single-quoted value, 5 bare value.
 fn assignment(key: &str) -> String {
     format!(
-        r#"(?:^|[^A-Za-z0-9_.-])((?i:{key}))["']?([ \t]*(?:=>|:=|\?=|\|\|=|==|=|:)[ \t]*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s,;'"`)\]}}<>&]{{1,300}}))"#
+        r#"(?:^|[^A-Za-z0-9_.-])((?i:{key}))["']?\]?([ \t]*(?:=>|:=|\?=|\|\|=|==|=|:)[ \t]*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s,;'"`)\]}}<>&]{{1,300}}))"#
     )
 }
 
@@ -177,6 +177,13 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             None,
         ),
         secret("webhook_url", r"(?i:chat\.googleapis\.com/v1/spaces/[\w-]+/messages\?)([^\s'\x22<>]+)", &[1], None),
+        secret(
+            "webhook_url",
+            r"(?:hooks\.zapier\.com/hooks/catch/\d+/|maker\.ifttt\.com/(?:trigger/[^/\s]+/with/)?key/|events\.pagerduty\.com/integration/)([A-Za-z0-9_-]{6,})",
+            &[1],
+            None,
+        )
+        .needs(&["zapier", "ifttt", "pagerduty"]),
         // Mattermost and Rocket.Chat incoming webhooks: /hooks/<26 lower-case letters and digits>.
         secret("webhook_url", r"https?://[^\s/]+/hooks/([a-z0-9]{26})\b", &[1], None).needs(&["/hooks/"]),
         secret("telegram_bot_token", r"\b(?:bot)?(\d{8,10}:AA[A-Za-z0-9_-]{33})\b", &[1], None),
@@ -275,7 +282,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         ),
         secret(
             "basic_auth",
-            r#"(?:^|\s)(?:-u|--user|--basic-auth|--auth|--proxy-user|-U)[\s=]+["']?[^\s:%"'$]+[:%]([^\s"'@]+)"#,
+            r#"(?:^|\s)(?:-u|--user|--basic-auth|--auth|--proxy-user|-U)[\s=]+["']?[^\s:%"'$/]+[:%]([^\s"'@/][^\s"'@]*)"#,
             &[1],
             Some(cli_password_valid),
         )
@@ -375,6 +382,55 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(openssl_password_valid),
         )
         .needs(&["openssl"]),
+        // Short password flags of programs that take one: `zip -P x`, `7z -px`, `snowsql -p x`, `az login -p x`,
+        // `xfreerdp /p:x`, `keytool -storepass x`, `psexec -p x`.
+        secret(
+            "password_assignment",
+            r#"\b(?:(?:zip|unzip|zipcloak)\b[^\n]*?\s-P\s*|7z[az]?\b[^\n]*?\s-p|rar\b[^\n]*?\s-h?p|(?:snowsql|psexec|PsExec(?:64)?|rdesktop|az\s+login)\b[^\n]*?\s-p\s+|xfreerdp\b[^\n]*?\s/p:|(?:keytool|jarsigner)\b[^\n]*?\s-(?:storepass|keypass|srcstorepass|deststorepass)\s+)["']?([^\s"'-][^\s"']*)"#,
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["zip", "7z", "rar", "snowsql", "psexec", "rdesktop", "az login", "xfreerdp", "keytool", "jarsigner"]),
+        secret(
+            "vault_token",
+            r"\bvault\s+login\s+(?:-[\w-]+(?:=\S+)?\s+)*(?:token=)?([^\s-]\S{15,})",
+            &[1],
+            Some(positional_key_valid),
+        )
+        .needs(&["vault login"]),
+        secret("vault_token", r"\b(s\.[A-Za-z0-9]{24})\b", &[1], Some(vault_context)).needs(&["vault"]),
+        // Connection calls with (host or handle, user, password, ...) arguments.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:mysqli?_connect|mysqli|pg_connect|PDO|ftp_login|ldap_bind|ssh2_auth_password|imap_open|oci_connect|sqlsrv_connect|getConnection|PlainAuth|pymysql\.connect|MySQLdb\.connect|connector\.connect)\s*\(\s*(?:[^,()\n]{1,120},\s*)?)["'][^"'\n]{1,120}["']\s*,\s*["']([^"'\n]{3,128})["']"#,
+            &[1],
+            Some(quoted_password_valid),
+        )
+        .needs(&["connect", "pdo", "login", "bind", "auth", "imap"]),
+        // `btoa("user:pw")`, `b64encode(b"user:pw")`: Basic credentials built in code.
+        secret(
+            "basic_auth",
+            r#"(?:btoa|b64encode|encodeToString|EncodeToString|strict_encode64|encode64|Base64\.encode[A-Za-z]*|base64_encode)\(\s*(?:\[\]byte\(|b)?["'`][^:"'`\n\s]{1,64}:([^"'`\n$]{3,128})["'`]"#,
+            &[1],
+            Some(quoted_password_valid),
+        )
+        .needs(&["btoa", "encode"]),
+        // A literal written to a file named for a secret: `echo 'x' > /run/secrets/db_password`.
+        secret(
+            "password_assignment",
+            r#"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:"([^"\n$]{3,200})"|'([^'\n]{3,200})'|([^\s|;&'"$>]{3,200}))\s*>>?\s*["']?[^\s"']*(?i:password|passwd|secret|token|api[_-]?key|\.pgpass|\.netrc|credentials|\.env)[^\s"']*"#,
+            &[1, 2, 3],
+            Some(cli_password_valid),
+        )
+        .needs(&["echo", "printf"]),
+        // Annotations and attributes named for a secret with a literal: `[ApiKey("x")]`, `@Secret("x")`.
+        secret(
+            "api_key_assignment",
+            r#"[@\[](?:[A-Za-z0-9_]+\.)*([A-Za-z0-9_]*(?:ApiKey|Apikey|Secret|Password|Token|Credential)[A-Za-z0-9_]*)\(\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*=\s*)?"([^"\n]{6,200})"\s*[,)]"#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["key", "secret", "password", "token", "credential"]),
         // A password piped into the program that reads it: `echo 'pw' | passwd --stdin root`,
         // `echo "user:pw" | chpasswd`, `echo pw | sudo -S ...`, `echo $X | docker login --password-stdin`.
         secret(
@@ -642,7 +698,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["${"]),
         secret(
             "env_default",
-            r#"(?i:[A-Za-z0-9_.]*(?:getenv|env|environ\.get|environ|config|setting|settings|fetch|get_env|env_or|envOr|lookup)[A-Za-z0-9_]*\s*\(\s*)["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s*,\s*(?:default\s*=\s*)?(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            r#"(?i:[A-Za-z0-9_.]*(?:getenv|env|environ\.get|environ|config|setting|settings|fetch|get_env|env_or|envOr|lookup)[A-Za-z0-9_.]*\s*\(\s*)["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s*,\s*(?:default\s*=\s*)?(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
             &[2, 3],
             Some(env_default_valid),
         )
@@ -934,6 +990,12 @@ fn documented_example(v: &str) -> bool {
         "TYooMQauvdEDq54NiTphI7jx",
         "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
         "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "AIDACKCEVSQ6C2EXAMPLE",
+        "AROADBQP57FF2AEXAMPLE",
+        "AGPACKCEVSQ6C2EXAMPLE",
+        "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
+        "pk_test_6pRNASCoBOKtIshFeQd4XMUh",
+        "key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
         "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
     ];
     KNOWN.iter().any(|k| v.contains(k))
@@ -1152,6 +1214,12 @@ fn line_passphrase_valid(caps: &Captures, _text: &str) -> bool {
 fn openssl_password_valid(caps: &Captures, text: &str) -> bool {
     let v = group(caps, &[1]).to_ascii_lowercase();
     !["file:", "env:", "fd:", "stdin"].iter().any(|p| v.starts_with(p)) && cli_password_valid(caps, text)
+}
+
+fn vault_context(caps: &Captures, text: &str) -> bool {
+    let Some(m) = caps.get(1) else { return false };
+    let from = floor_char(text, m.start().saturating_sub(300));
+    text[from..m.start()].to_ascii_lowercase().contains("vault") && looks_random(m.as_str())
 }
 
 fn jaas_context(caps: &Captures, text: &str) -> bool {
