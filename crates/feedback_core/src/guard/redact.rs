@@ -1146,6 +1146,23 @@ fn path_like(v: &str) -> bool {
             && !v.contains(['+', '=']))
 }
 
+/// A name, not a value: a slug or identifier holding a secret word (`confirm-password`, `user_password`,
+/// `new-password`, `auth_token`), or an object id (`tok_visa`, `pm_card_visa`, `cus_9s6XKzkNRiz8i3`).
+fn names_not_values(v: &str) -> bool {
+    static OBJECT_ID: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:tok|pm|pi|cus|ch|evt|in|ii|price|prod|acct|sub|si|seti|src|card|ba|txn|re|po|cs|req|py|ipi|btok|file|link|plink|promo|coupon|dp|du|ic|il|inv|ord|usr|user|org|msg|run|job)_[A-Za-z0-9_]{3,}$")
+            .expect("object id")
+    });
+    let lower = v.to_ascii_lowercase();
+    let pieces = v.contains(['-', '_', '.']) || v.chars().skip(1).any(|c| c.is_ascii_uppercase());
+    let wordy = pieces
+        && (is_slug(v) || (v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && camel_identifier(v)));
+    let secret_word = ["password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "credential"]
+        .iter()
+        .any(|w| lower.contains(w));
+    (wordy && secret_word && !v.chars().any(|c| c.is_ascii_digit())) || OBJECT_ID.is_match(v)
+}
+
 /// An environment variable's name as a value: `passwordVariable: 'NEXUS_PASSWORD'`.
 fn env_var_name(v: &str) -> bool {
     static NAME: LazyLock<Regex> = LazyLock::new(|| {
@@ -1422,6 +1439,7 @@ fn credential_shaped(v: &str) -> bool {
         || identifier_like(v)
         || camel_identifier(v)
         || is_placeholder(v)
+        || names_not_values(v)
     {
         return false;
     }
@@ -1479,7 +1497,8 @@ fn is_password_name(key: &str) -> bool {
 /// A secret value, judged by its name: a password may be any non-placeholder; keys and tokens must look
 /// random (or be long phrases).
 fn value_for_name(key: &str, v: &str) -> bool {
-    if is_placeholder(v) || is_code_reference(v) || env_var_name(v) || path_like(v) || v.contains("://") {
+    if is_placeholder(v) || is_code_reference(v) || env_var_name(v) || path_like(v) || v.contains("://") || names_not_values(v)
+    {
         return false;
     }
     if NON_SECRET_KEY.is_match(key) || names_a_reference(key) {
@@ -1783,6 +1802,7 @@ fn password_valid(caps: &Captures, text: &str) -> bool {
         || names_a_reference(key)
         || env_var_name(value)
         || path_like(value)
+        || names_not_values(value)
         || encrypted_context(text, caps.get(1).map_or(0, |m| m.start()))
     {
         return false;
@@ -1825,6 +1845,7 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
         || lower_key.contains("author")
         || (lower_key == "signingkey" && value.len() <= 40 && value.chars().all(|c| c.is_ascii_hexdigit()))
         || path_like(value)
+        || names_not_values(value)
         || encrypted_context(text, caps.get(1).map_or(0, |m| m.start()))
     {
         return false;
@@ -1866,7 +1887,7 @@ fn is_code_reference(v: &str) -> bool {
 /// made of (`changeme`, `example`, `your_token_here`). A value that merely contains "example" is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_-]a[_-]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_-]a[_-]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
