@@ -560,8 +560,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // An unquoted passphrase after "password is": three to eight lowercase words up to punctuation.
         secret(
             "password_assignment",
-            r#"(?i:\b(?:password|passwd|passphrase|pass|pw|psk|key|passwort|kennwort|schlüssel|mot\s+de\s+passe|contraseña|senha|wachtwoord)\b(?:\s[^\n.!?:="'`]{0,40}?)?(?:\s(?:is|ist|lautet|est|es|é|è)\b[ \t]*:?|[ \t]*[:=][ \t]))[ \t]*((?:[a-z]{3,12}[ \t]+){2,7}[a-z]{3,12})(?:[ \t]*(?:[.,;:!?(—–-]|$|\n|[ \t]+(?:if|for|and|but|when|on|in|to|until|—|-|\()\b))"#,
-            &[1],
+            r#"(?i:\b(password|passwd|passphrase|pass|pw|psk|key|passwort|kennwort|schlüssel|mot\s+de\s+passe|contraseña|senha|wachtwoord)\b(?:\s[^\n.!?:="'`]{0,40}?)?(?:\s(?:is|ist|lautet|est|es|é|è)\b[ \t]*:?|[ \t]*[:=][ \t]))[ \t]*((?:[a-z]{3,12}[ \t]+){2,7}[a-z]{3,12})(?:[ \t]*(?:[.,;:!?(—–-]|$|\n|[ \t]+(?:if|for|and|but|when|on|in|to|until|—|-|\()\b))"#,
+            &[2],
             Some(bare_passphrase_valid),
         )
         .needs(&["pass", "pw", "psk", "key", "kennwort", "schlüssel", "mot de passe", "contrase", "senha", "wachtwoord"]),
@@ -736,7 +736,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Keys as byte lists: `key = [0x4f, 0x2a, ...]`, `byteArrayOf(0x4f, ...)`, `new byte[] { 0x4f, ... }`.
         secret(
             "byte_array_key",
-            r"(?i:[A-Za-z0-9_]*(?:secret|key|token|password|pass|pwd|salt|seed|iv)[A-Za-z0-9_]*)[^\n=]{0,40}(?:=|:=|:)[^\n]{0,60}?((?:0x[0-9a-fA-F]{2}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){7,}0x[0-9a-fA-F]{2})",
+            r"(?:(?i:[A-Za-z0-9_]*(?:secret|token|password|passwd|pwd|salt)[A-Za-z0-9_]*)|(?:[A-Za-z0-9]*_)?(?:key|KEY|Key|iv|IV|seed|SEED|Seed)(?:_?[0-9]{0,3}))\b[^\n=]{0,40}(?:=|:=|:)[^\n]{0,60}?((?:0x[0-9a-fA-F]{2}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){7,}0x[0-9a-fA-F]{2})",
             &[1],
             None,
         )
@@ -1094,7 +1094,8 @@ fn prose_password_valid(caps: &Captures, _text: &str) -> bool {
         return false;
     }
     let inner_upper = v.chars().skip(1).any(|c| c.is_uppercase());
-    quoted || v.chars().any(|c| !c.is_alphabetic()) || inner_upper
+    let code_name = camel_identifier(v) && inner_upper && !v.chars().any(|c| c.is_ascii_digit());
+    !code_name && (quoted || v.chars().any(|c| !c.is_alphabetic()) || inner_upper)
 }
 
 /// Words a prose sentence puts after "the password is" that are not the password.
@@ -1155,8 +1156,8 @@ fn names_not_values(v: &str) -> bool {
     });
     let lower = v.to_ascii_lowercase();
     let pieces = v.contains(['-', '_', '.']) || v.chars().skip(1).any(|c| c.is_ascii_uppercase());
-    let wordy = pieces
-        && (is_slug(v) || (v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && camel_identifier(v)));
+    let wordy =
+        pieces && (is_slug(v) || (v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && camel_identifier(v)));
     let secret_word = ["password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "credential"]
         .iter()
         .any(|w| lower.contains(w));
@@ -1203,8 +1204,17 @@ fn strong_password_valid(caps: &Captures, _text: &str) -> bool {
     password_like(v) && lower && digit && (upper || symbol) && !camel_identifier(v) && !is_slug(v)
 }
 
-fn bare_passphrase_valid(caps: &Captures, _text: &str) -> bool {
-    let v = group(caps, &[1]);
+fn bare_passphrase_valid(caps: &Captures, text: &str) -> bool {
+    static WIFI: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)wi-?fi|wlan|ssid|network|netz|réseau|guest|wpa|router").expect("wifi"));
+    let v = group(caps, &[2]);
+    if group(caps, &[1]).eq_ignore_ascii_case("key") {
+        let Some(m) = caps.get(0) else { return false };
+        let window = line_window(text, m.start(), m.end());
+        if !WIFI.is_match(window) || window.contains(['=', '(', ';', '{']) {
+            return false;
+        }
+    }
     let words: Vec<&str> = v.split_whitespace().collect();
     words.len() >= 3
         && !words.iter().any(|w| COMMON_WORD.is_match(w) || FUNCTION_WORD.is_match(w))
@@ -1405,11 +1415,11 @@ fn take_nested_budget() -> bool {
 /// A token that looks like a credential in a line (or after a line) that names a secret.
 fn prose_token_valid(caps: &Captures, text: &str) -> bool {
     static SECRET_WORD: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)(?:(?:^|[^A-Za-z])(?:password|passwd|secret|token|apikey|api_key|credentials?)(?:[^A-Za-z]|$)|\b(?:password|passwd|passwords|pass|pw|pwd|passphrase|passcode|psk|secret|secrets|token|tokens|api[\s_-]?key|apikey|key|keys|creds?|credentials?|login|log\s+in|logon|auth|unseal|otp|mfa|2fa|private|passwort|kennwort|schlüssel|zugangsdaten|mot\s+de\s+passe|clé|cle|contraseña|clave|senha|chave|wachtwoord|sleutel)\b)")
+        Regex::new(r"(?i)(?:(?:^|[^A-Za-z])(?:password|passwd|secret|token|apikey|api_key|credentials?)(?:[^A-Za-z]|$)|\b(?:password|passwd|passwords|pass|pw|pwd|passphrase|passcode|psk|secret|secrets|token|tokens|api[\s_-]?key|apikey|key|keys|creds?|credentials?|login|log\s+in|logon|auth|unseal|otp|mfa|2fa|private\s+key|passwort|kennwort|schlüssel|zugangsdaten|mot\s+de\s+passe|clé|cle|contraseña|clave|senha|chave|wachtwoord|sleutel)\b)")
             .expect("secret words")
     });
     static NOT_SECRET_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace[\s_-]?id|correlation|span|uuid|guid|etag|integrity|fingerprint|public\s+key|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid)\b")
+        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace[\s_-]?id|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2)\b")
             .expect("non-secret context")
     });
     let Some(m) = caps.get(1) else { return false };
@@ -1421,8 +1431,25 @@ fn prose_token_valid(caps: &Captures, text: &str) -> bool {
     if lead.eq_ignore_ascii_case("enc(") || lead.eq_ignore_ascii_case("enc[") {
         return false;
     }
+    static STRONG_WORD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:^|[^A-Za-z])(?:password|passwd|passphrase|secret|token|api[\s_-]?key|apikey|credentials?|creds|pwd|psk)(?:[^A-Za-z]|$)")
+            .expect("strong secret words")
+    });
     let window = PLACEHOLDER.replace_all(line_window(text, m.start(), m.end()), "");
-    SECRET_WORD.is_match(&window) && !NOT_SECRET_CONTEXT.is_match(&window)
+    if NOT_SECRET_CONTEXT.is_match(&window) {
+        return false;
+    }
+    // In code, `key`, `auth`, `login` and `private` are everywhere: a code line needs a stronger word.
+    let line_from = line_start(text, m.start(), 400);
+    let line_to = text[m.end()..].find('\n').map_or(text.len(), |i| m.end() + i).min(m.end() + 400);
+    let line = &text[line_from..ceil_char(text, line_to)];
+    static CALL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z0-9_]\(|[=;{]").expect("code line"));
+    let code = CALL.is_match(line) || line.trim_start().starts_with(['#', '/', '*', '@']);
+    if code {
+        STRONG_WORD.is_match(&window)
+    } else {
+        SECRET_WORD.is_match(&window)
+    }
 }
 
 /// Random-looking enough to be a credential on its own: length, character classes, entropy; not an
@@ -1444,7 +1471,7 @@ fn credential_shaped(v: &str) -> bool {
         return false;
     }
     static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$")
+        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$")
             .expect("not a token")
     });
     if v.contains("://")
@@ -1497,7 +1524,12 @@ fn is_password_name(key: &str) -> bool {
 /// A secret value, judged by its name: a password may be any non-placeholder; keys and tokens must look
 /// random (or be long phrases).
 fn value_for_name(key: &str, v: &str) -> bool {
-    if is_placeholder(v) || is_code_reference(v) || env_var_name(v) || path_like(v) || v.contains("://") || names_not_values(v)
+    if is_placeholder(v)
+        || is_code_reference(v)
+        || env_var_name(v)
+        || path_like(v)
+        || v.contains("://")
+        || names_not_values(v)
     {
         return false;
     }
@@ -1887,7 +1919,7 @@ fn is_code_reference(v: &str) -> bool {
 /// made of (`changeme`, `example`, `your_token_here`). A value that merely contains "example" is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_-]a[_-]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_-]a[_-]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
