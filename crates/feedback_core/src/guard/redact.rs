@@ -82,7 +82,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `openssh-key-v1` magic. Lines of a JSON string (`\n`) or of the text.
         secret(
             "private_key_pem",
-            r"(?:^|[^A-Za-z0-9+/=])((?:MI[IH]|MH[cQ]|MC4C|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{40,}(?:(?:\r?\n|\\r?\\n)[ \t]*[A-Za-z0-9+/]{8,}){0,400}={0,2})",
+            r"(?:^|[^A-Za-z0-9+/=])((?:MI[IH]|MH[cQ]|MC4C|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{21,}(?:(?:\r?\n|\\r?\\n)[ \t]*[A-Za-z0-9+/]{8,}){0,400}={0,2})",
             &[1],
             Some(der_private_key),
         ),
@@ -698,14 +698,14 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["${"]),
         secret(
             "env_default",
-            r#"(?i:[A-Za-z0-9_.]*(?:getenv|env|environ\.get|environ|config|setting|settings|fetch|get_env|env_or|envOr|lookup)[A-Za-z0-9_.]*\s*\(\s*)["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s*,\s*(?:default\s*=\s*)?(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            r#"(?i:[A-Za-z0-9_.]*(?:getenv|env|environ\.get|environ|config|setting|settings|fetch|get_env|env_or|envOr|lookup)[A-Za-z0-9_.]*(?:\(\)[A-Za-z0-9_.]*)?\s*\(\s*)["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s*,\s*(?:default\s*=\s*)?(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
             &[2, 3],
             Some(env_default_valid),
         )
         .needs(&["env", "config", "setting", "fetch", "lookup"]),
         secret(
             "env_default",
-            r#"(?:process\.env|import\.meta\.env|ENV|os\.environ)(?:\.|\[["'])((?i:[A-Za-z0-9_]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_]*))(?:["']\])?\s*(?:\|\||\?\?|\bor\b)\s*(?:"([^"\n]{3,200})"|'([^'\n]{3,200})'|`([^`\n]{3,200})`)"#,
+            r#"(?:process\.env|import\.meta\.env|ENV|os\.environ|\$_ENV|\$_SERVER|getenv\(|env\(|System\.getenv\(|os\.Getenv\()(?:\.|\[["']|["'])((?i:[A-Za-z0-9_]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_]*))(?:["']\]|["']\))?\s*(?:\|\||\?\?|\?:|\bor\b)\s*(?:"([^"\n]{3,200})"|'([^'\n]{3,200})'|`([^`\n]{3,200})`)"#,
             &[2, 3, 4],
             Some(env_default_valid),
         )
@@ -728,7 +728,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["pass", "pwd"]),
         secret(
             "api_key_assignment",
-            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|secret|token|private[_-]?key|access[_-]?key|signing[_-]?key|hmac[_-]?key|jwt[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|salt|pepper)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|hex\.DecodeString|hex::decode|base64\.b64decode|b64decode|base64\.StdEncoding\.DecodeString|Base64\.getDecoder\(\)\.decode|Buffer\.from|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Encoding\.UTF8\.GetBytes|DatatypeConverter\.parseHexBinary|Hex\.decodeHex)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){8,300})"|'([^'\\\n]{8,300})')"#,
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|secret|token|private[_-]?key|access[_-]?key|signing[_-]?key|hmac[_-]?key|jwt[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|salt|pepper)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|hex\.DecodeString|hex::decode|base64\.b64decode|b64decode|base64\.StdEncoding\.DecodeString|Base64\.getDecoder\(\)\.decode|Buffer\.from|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Encoding\.UTF8\.GetBytes|DatatypeConverter\.parseHexBinary|Hex\.decodeHex|hex!|hex_literal::hex!|unhexlify|binascii\.unhexlify|a2b_hex|Hex\.decode|Convert\.FromHexString|Convert\.FromBase64String|atob|base64\.urlsafe_b64decode|base64\.standard_b64decode|base64\.decodebytes|Base64\.decode64|Base64\.strict_decode64|base64_decode|hex2bin)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){8,300})"|'([^'\\\n]{8,300})')"#,
             &[2, 3],
             Some(typed_api_key_valid),
         )
@@ -736,11 +736,11 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Keys as byte lists: `key = [0x4f, 0x2a, ...]`, `byteArrayOf(0x4f, ...)`, `new byte[] { 0x4f, ... }`.
         secret(
             "byte_array_key",
-            r"(?:(?i:[A-Za-z0-9_]*(?:secret|token|password|passwd|pwd|salt)[A-Za-z0-9_]*)|(?:[A-Za-z0-9]*_)?(?:key|KEY|Key|iv|IV|seed|SEED|Seed)(?:_?[0-9]{0,3}))\b[^\n=]{0,40}(?:=|:=|:)[^\n]{0,60}?((?:0x[0-9a-fA-F]{2}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){7,}0x[0-9a-fA-F]{2})",
+            r"(?:(?i:[A-Za-z0-9_]*(?:secret|token|password|passwd|pwd|salt)[A-Za-z0-9_]*)|(?:[A-Za-z0-9]*_)?(?:key|KEY|Key|iv|IV|seed|SEED|Seed)(?:_?[0-9]{0,3}))\b[^\n=]{0,40}(?:=|:=|:)[^\n]{0,60}?((?:(?:\(byte\)[ \t]*)?0x[0-9a-fA-F]{2}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){7,}(?:\(byte\)[ \t]*)?0x[0-9a-fA-F]{2}|(?:\d{1,3}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){15,}\d{1,3})",
             &[1],
             None,
         )
-        .needs(&["0x"]),
+        .needs(&["0x", ","]),
         // Signing and HMAC keys passed as literals.
         secret(
             "signing_key",
@@ -751,7 +751,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["hmac"]),
         secret(
             "signing_key",
-            r#"(?:\bjwt\.(?:encode|decode|sign|verify)|\bjws\.sign|Jwts\.builder\(\)[^\n]{0,200}?\.signWith|JWT\.create\(\)[^\n]{0,200}?\.sign)\([^,()\n]{1,120}(?:\([^()\n]{0,60}\))?[^,()\n]{0,60},\s*(?:b|r)?["']([^"'\n]{4,300})["']"#,
+            r#"(?:\b(?i:jwt)(?:\.|::)(?:encode|decode|sign|verify)|\bjws\.sign|Jwts\.builder\(\)[^\n]{0,200}?\.signWith|JWT\.create\(\)[^\n]{0,200}?\.sign)\([^,()\n]{1,120}(?:\([^()\n]{0,60}\))?[^,()\n]{0,60},\s*(?:b|r)?["']([^"'\n]{4,300})["']"#,
             &[1],
             Some(signing_key_valid),
         )
@@ -763,6 +763,13 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(signing_key_valid),
         )
         .needs(&["hmac", "signedstring", "secretkeyspec", "hmacshakeyfor", "from_secret", "hs256", "jwt", "symmetricsecuritykey"]),
+        secret(
+            "signing_key",
+            r#"(?:\bhmac\.New\(\s*[A-Za-z0-9_.]+\s*,\s*\[\]byte\(|\bhash_hmac\(\s*["'][^"'\n]+["']\s*,\s*[^,\n]{1,80},\s*|new\s+HMAC(?:SHA\d+|MD5)\(\s*(?:Encoding\.\w+\.GetBytes\()?|Hmac::<[A-Za-z0-9]+>::new_from_slice\(\s*|\bhmac\.new\(\s*key\s*=\s*|createHmac\(\s*["'][^"'\n]+["']\s*,\s*Buffer\.from\()\s*(?:b|r)?["']([^"'\n]{4,300})["']"#,
+            &[1],
+            Some(signing_key_valid),
+        )
+        .needs(&["hmac"]),
         // Comparisons with a literal: `password == "x"`, `password.equals("x")`, `compare_digest(token, "x")`.
         secret(
             "password_assignment",
@@ -794,6 +801,13 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(quoted_password_valid),
         )
         .needs(&["password", "sp_addlogin"]),
+        secret(
+            "password_assignment",
+            r#"(?i:\bidentified\s+(?:with\s+[A-Za-z0-9_]+\s+)?by\s+)(?:'((?:[^'\n]|''){1,200})'|"([^"\n]{1,200})"|([^\s;'"]{3,200}))"#,
+            &[1, 2, 3],
+            Some(identified_valid),
+        )
+        .needs(&["identified"]),
         // C and C++: `#define API_KEY "..."`; Kotlin `"password" to "x"`; backtick literals.
         secret(
             "api_key_assignment",
@@ -879,7 +893,7 @@ fn redact_rules(text: &str, decode: bool) -> Redacted {
 /// secret the parts do not, the whole concatenation becomes one literal with the secret redacted.
 fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
     static CONCAT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r#"(?:"[^"\\\n]{1,200}"|'[^'\\\n]{1,200}')(?:[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?|\|\||<>|&)?[ \t]*(?:\r?\n[ \t]*)?(?:"[^"\\\n]{1,200}"|'[^'\\\n]{1,200}')){1,16}"#)
+        Regex::new(r#"(?:"[^"\\\n]+"|'[^'\\\n]+')(?:[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?|\|\||<>|&)?[ \t]*(?:\r?\n[ \t]*)?(?:"[^"\\\n]+"|'[^'\\\n]+'))+"#)
             .expect("concatenation")
     });
     static PART: LazyLock<Regex> =
@@ -891,7 +905,8 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
     for m in CONCAT.find_iter(text) {
         let parts: Vec<&str> =
             PART.captures_iter(m.as_str()).filter_map(|c| c.get(1).or_else(|| c.get(2)).map(|g| g.as_str())).collect();
-        if parts.len() < 2 || parts.iter().map(|p| p.len()).sum::<usize>() < 8 {
+        // Long runs (a PEM body as 30 literals) and long literals are joined only up to a bound.
+        if parts.len() < 2 || parts.len() > 64 || m.len() > 8192 || parts.iter().map(|p| p.len()).sum::<usize>() < 8 {
             continue;
         }
         if budget == 0 {
@@ -906,14 +921,17 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
             continue;
         }
         let before = redact_rules(&format!("{prefix}{}", m.as_str()), false);
-        if after.kinds.len() <= before.kinds.len() {
+        let hidden = |t: &str| parts.iter().filter(|p| !t.contains(*p)).count();
+        if hidden(&after.text) <= hidden(&before.text) {
             continue;
         }
         let Some(tail) = after.text.strip_prefix(prefix) else { continue };
         out.push_str(&text[last..m.start()]);
         out.push_str(tail);
         last = m.end();
-        kinds.extend(after.kinds.iter().skip(before.kinds.len().min(after.kinds.len())).copied());
+        // The prefix's own secrets are found again when the whole text is redacted: count the joined ones only.
+        let in_prefix = if prefix.is_empty() { 0 } else { redact_rules(prefix, false).kinds.len() };
+        kinds.extend(after.kinds.iter().skip(in_prefix).copied());
     }
     if last == 0 {
         return None;
@@ -1247,6 +1265,11 @@ fn vault_context(caps: &Captures, text: &str) -> bool {
     let Some(m) = caps.get(1) else { return false };
     let from = floor_char(text, m.start().saturating_sub(300));
     text[from..m.start()].to_ascii_lowercase().contains("vault") && looks_random(m.as_str())
+}
+
+fn identified_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2, 3]);
+    !v.eq_ignore_ascii_case("values") && !v.eq_ignore_ascii_case("password") && !is_placeholder(v) && v.len() >= 3
 }
 
 fn jaas_context(caps: &Captures, text: &str) -> bool {
