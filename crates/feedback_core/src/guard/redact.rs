@@ -721,18 +721,57 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `jwtKey := []byte("...")`, `SECRET = b"..."`, `key = bytes.fromhex("...")`, `Secret::new("...")`.
         secret(
             "password_assignment",
-            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|pass)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Buffer\.from|SecureString|Password)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){3,300})"|'([^'\\\n]{3,300})')"#,
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|pass)[A-Za-z0-9_.-]*))(?:\[\d*\])?[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*|[ \t]+\*?[A-Za-z_][A-Za-z0-9_.\[\]*]{0,30}[ \t]*)?(?:=|:=|\{)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Buffer\.from|SecureString|Password)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){3,300})"|'([^'\\\n]{3,300})')"#,
             &[2, 3],
             Some(typed_password_valid),
         )
         .needs(&["pass", "pwd"]),
         secret(
             "api_key_assignment",
-            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|secret|token|private[_-]?key|access[_-]?key|signing[_-]?key|hmac[_-]?key|jwt[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|salt|pepper)[A-Za-z0-9_.-]*))[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*)?(?:=|:=)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|hex\.DecodeString|hex::decode|base64\.b64decode|b64decode|base64\.StdEncoding\.DecodeString|Base64\.getDecoder\(\)\.decode|Buffer\.from|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Encoding\.UTF8\.GetBytes|DatatypeConverter\.parseHexBinary|Hex\.decodeHex|hex!|hex_literal::hex!|unhexlify|binascii\.unhexlify|a2b_hex|Hex\.decode|Convert\.FromHexString|Convert\.FromBase64String|atob|base64\.urlsafe_b64decode|base64\.standard_b64decode|base64\.decodebytes|Base64\.decode64|Base64\.strict_decode64|base64_decode|hex2bin)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){8,300})"|'([^'\\\n]{8,300})')"#,
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|secret|token|private[_-]?key|access[_-]?key|signing[_-]?key|hmac[_-]?key|jwt[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|salt|pepper)[A-Za-z0-9_.-]*))(?:\[\d*\])?[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*|[ \t]+\*?[A-Za-z_][A-Za-z0-9_.\[\]*]{0,30}[ \t]*)?(?:=|:=|\{)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|hex\.DecodeString|hex::decode|base64\.b64decode|b64decode|base64\.StdEncoding\.DecodeString|Base64\.getDecoder\(\)\.decode|Buffer\.from|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Encoding\.UTF8\.GetBytes|DatatypeConverter\.parseHexBinary|Hex\.decodeHex|hex!|hex_literal::hex!|unhexlify|binascii\.unhexlify|a2b_hex|Hex\.decode|Convert\.FromHexString|Convert\.FromBase64String|atob|base64\.urlsafe_b64decode|base64\.standard_b64decode|base64\.decodebytes|Base64\.decode64|Base64\.strict_decode64|base64_decode|hex2bin)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){8,300})"|'([^'\\\n]{8,300})')"#,
             &[2, 3],
             Some(typed_api_key_valid),
         )
         .needs(&["key", "secret", "token", "cred", "salt", "pepper"]),
+        // `os.environ.get("X") or "v"`, `getenv("X") ?: "v"`, `ENV.fetch("X") { "v" }`.
+        secret(
+            "env_default",
+            r#"(?:getenv|environ\.get|env\.get|ENV\.fetch|env|Getenv|GetEnvironmentVariable)\(\s*["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s*\)\s*(?:\bor\b|\|\||\?\?|\?:|\{)\s*(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            &[2, 3],
+            Some(env_default_valid),
+        )
+        .needs(&["env"]),
+        // Builder and setter methods named for a secret: `.apiKey("...")`, `.withToken("...")`.
+        secret(
+            "api_key_assignment",
+            r#"\.((?i:(?:set|with)?_?(?:api_?key|token|secret(?:_?key)?|access_?key|client_?secret|auth_?token|bearer_?auth|bearer_?token|private_?key|signing_?key|access_?token)))\s*\(\s*["']([^"'\n]{8,300})["']\s*\)"#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["key", "token", "secret", "auth"]),
+        // Getters that return a literal: `def api_key(): return "..."`, `get password() { return "..."; }`.
+        secret(
+            "api_key_assignment",
+            r#"(?:\bdef|\bfun|\bfunc|\bfn|\bget|\bfunction|public|private|static)\s+((?i:[A-Za-z0-9_]*(?:password|passwd|secret|token|api_?key|apikey|credentials?)[A-Za-z0-9_]*))\s*\([^)\n]{0,80}\)[^{:=\n]{0,40}(?::|\{|=)\s*(?:\r?\n\s*)?(?:return\s+)?(?:"([^"\n]{6,300})"|'([^'\n]{6,300})')"#,
+            &[2, 3],
+            Some(define_valid),
+        )
+        .needs(&["pass", "secret", "token", "key", "cred"]),
+        // Kotlin `val apiKey by lazy { "..." }`; Clojure/EDN `:password "..."`.
+        secret(
+            "api_key_assignment",
+            r#"\b((?i:[A-Za-z0-9_]*(?:password|passwd|secret|token|api_?key|apikey|credentials?)[A-Za-z0-9_]*))\s*(?::\s*[A-Za-z_][A-Za-z0-9_<>?]*\s*)?by\s+lazy\s*\{\s*"([^"\n]{6,300})""#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["lazy"]),
+        secret(
+            "api_key_assignment",
+            r#"(?:^|[\s{(\[]):((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api-?key|apikey|credentials?|auth)[A-Za-z0-9_.-]*))\s+"([^"\n]{3,300})""#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&[":"]),
         // Keys as byte lists: `key = [0x4f, 0x2a, ...]`, `byteArrayOf(0x4f, ...)`, `new byte[] { 0x4f, ... }`.
         secret(
             "byte_array_key",
