@@ -932,8 +932,14 @@ fn redact_rules(text: &str, decode: bool) -> Redacted {
 /// secret the parts do not, the whole concatenation becomes one literal with the secret redacted.
 fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
     static CONCAT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r#"(?:"[^"\\\n]+"|'[^'\\\n]+')(?:[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?|\|\||<>|&)?[ \t]*(?:\r?\n[ \t]*)?(?:"[^"\\\n]+"|'[^'\\\n]+'))+"#)
-            .expect("concatenation")
+        // LIT (sep LIT)+ | [LIT, LIT].join("") | "".join([LIT, LIT]) | String.join("", LIT, LIT) |
+        // String.Concat(LIT, LIT) | strings.Join([]string{LIT, LIT}, "") | LIT.concat(LIT)
+        let lit = r#"(?:"[^"\\\n]+"|'[^'\\\n]+')"#;
+        let list = format!(r"{lit}(?:\s*,\s*{lit})+\s*,?\s*");
+        Regex::new(&format!(
+            r#"{lit}(?:[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?|\|\||<>|&)?[ \t]*(?:\r?\n[ \t]*)?{lit})+|\[\s*{list}\]\s*\.join\(\s*(?:""|'')?\s*\)|(?:""|'')\s*\.join\(\s*[\[(]\s*{list}[\])]\s*\)|(?i:string)\.(?:join\(\s*(?:""|'')\s*,|concat\()\s*{list}\)|strings\.Join\(\s*\[\]string\{{\s*{list}\}}\s*,\s*""\s*\)|{lit}(?:\.concat\(\s*{list}\)|\.concat\(\s*{lit}\s*\))+"#
+        ))
+        .expect("concatenation")
     });
     static PART: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r#""([^"\\\n]{1,200})"|'([^'\\\n]{1,200})'"#).expect("literal"));
@@ -942,8 +948,10 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
     // Each check redacts a line twice: at most this many concatenations are checked per text.
     let mut budget = 16;
     for m in CONCAT.find_iter(text) {
+        // Empty literals (the "" of "".join) join nothing: drop them before reading the parts.
+        let body = m.as_str().replace("\"\"", "").replace("''", "");
         let parts: Vec<&str> =
-            PART.captures_iter(m.as_str()).filter_map(|c| c.get(1).or_else(|| c.get(2)).map(|g| g.as_str())).collect();
+            PART.captures_iter(&body).filter_map(|c| c.get(1).or_else(|| c.get(2)).map(|g| g.as_str())).collect();
         // Long runs (a PEM body as 30 literals) and long literals are joined only up to a bound.
         if parts.len() < 2 || parts.len() > 64 || m.len() > 8192 || parts.iter().map(|p| p.len()).sum::<usize>() < 8 {
             continue;
@@ -952,7 +960,8 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
             break;
         }
         budget -= 1;
-        let quote = &m.as_str()[..1];
+        let first_quote = m.as_str().find(['"', '\'']).unwrap_or(0);
+        let quote = &m.as_str()[first_quote..first_quote + 1];
         let joined = format!("{quote}{}{quote}", parts.concat());
         let prefix = &text[line_start(text, m.start(), 120)..m.start()];
         let after = redact_rules(&format!("{prefix}{joined}"), false);
