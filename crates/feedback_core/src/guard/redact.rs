@@ -772,6 +772,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(define_valid),
         )
         .needs(&[":"]),
+        // A random literal under a plain `key` name or a vendor's name: `KEY = "<32 hex>"`, `encKey: "<base64>"`,
+        // `STRIPE = "..."`. Only long values with several character classes (or long hex) count.
+        secret(
+            "api_key_assignment",
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:key|stripe|twilio|sendgrid|mailgun|openai|anthropic|datadog|sentry|algolia|pusher|mapbox|firebase|supabase|auth0|okta|cloudflare|shopify|paypal|braintree|plaid|segment|mixpanel|hubspot|zendesk|intercom|dropbox|airtable|notion)[A-Za-z0-9_.-]*))["']?\]?[ \t]*(?::[ \t]*[A-Za-z_&][A-Za-z0-9_<>\[\]:.?' ]{0,30}[ \t]*=|=|:=|:|=>)[ \t]*(?:[A-Za-z_.]*\([ \t]*)?(?:b|r|@)?(?:"([A-Za-z0-9+/=_-]{24,300})"|'([A-Za-z0-9+/=_-]{24,300})')"#,
+            &[2, 3],
+            Some(random_under_name_valid),
+        )
+        .needs(&["key", "stripe", "twilio", "sendgrid", "mailgun", "openai", "anthropic", "datadog", "sentry", "algolia", "pusher", "mapbox", "firebase", "supabase", "auth0", "okta", "cloudflare", "shopify", "paypal", "braintree", "plaid", "segment", "mixpanel", "hubspot", "zendesk", "intercom", "dropbox", "airtable", "notion"]),
         // Keys as byte lists: `key = [0x4f, 0x2a, ...]`, `byteArrayOf(0x4f, ...)`, `new byte[] { 0x4f, ... }`.
         secret(
             "byte_array_key",
@@ -1624,6 +1633,31 @@ fn strong_secret_phrase(key: &str, v: &str) -> bool {
         .iter()
         .any(|w| k.ends_with(w));
     strong && v.len() >= 16 && v.chars().any(|c| c.is_ascii_digit()) && !v.contains(['/', ' ', '.'])
+}
+
+fn random_under_name_valid(caps: &Captures, text: &str) -> bool {
+    static NOT_A_KEY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)public|pub_|pubkey|publishable|cache|sort|primary|foreign|partition|idempot|dedup|row|object|bucket|s3|file|path|map|lookup|hash|checksum|digest|fingerprint|etag|nonce|index|idx|_id$|id$|ids$|name|prefix|hotkey|keyboard|keycode|keymap|monkey|turkey|hockey|jockey|whiskey")
+            .expect("non-secret key names")
+    });
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3]);
+    if NOT_A_KEY.is_match(key)
+        || NON_SECRET_KEY.is_match(key)
+        || encrypted_context(text, caps.get(1).map_or(0, |m| m.start()))
+    {
+        return false;
+    }
+    let hex = v.chars().all(|c| c.is_ascii_hexdigit());
+    let classes = [
+        v.chars().any(|c| c.is_ascii_lowercase()),
+        v.chars().any(|c| c.is_ascii_uppercase()),
+        v.chars().any(|c| c.is_ascii_digit()),
+    ]
+    .iter()
+    .filter(|&&c| c)
+    .count();
+    !is_placeholder(v) && !is_mask(v) && ((hex && v.len() >= 32) || (classes == 3 && entropy(v) >= 3.8))
 }
 
 fn env_default_valid(caps: &Captures, _text: &str) -> bool {
