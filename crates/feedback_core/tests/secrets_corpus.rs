@@ -7,7 +7,8 @@
 //! - `F`: `data/guard/secrets/F.jsonl`, prose, chat and logs (tune).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
-//! falsely redacted when its text changes at all. Every author and format is printed; only the held-out author
+//! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
+//! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is printed; only the held-out author
 //! is asserted (redaction >= 0.95, false redaction <= 0.02). The held-out author's misses are never printed,
 //! only its rates, so rules cannot be tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:

@@ -1,13 +1,26 @@
 //! Secret redaction: each recognised secret becomes `[REDACTED:<kind>]`; every other byte is kept.
 //!
-//! Rules run in order, specific token formats first (PEM keys, cloud keys, vendor tokens, JWTs, bearer
-//! tokens, passwords inside URLs), generic `password = ...` / `api_key: ...` assignments last. A rule never
-//! touches an existing `[REDACTED:...]` placeholder, so redaction is idempotent.
+//! 1. Keys split across string literals (`"sk_live_" + "..."`, `("ghp_ab" "cd")`, `["AKIA", "..."].join("")`)
+//!    are joined first when the joined literal holds a secret the parts do not.
+//! 2. Rules run in order, each declared whole in [`RULES`]: private keys (PEM, headerless DER bodies, hex,
+//!    base64-wrapped), cloud and vendor token formats, JWTs, Authorization headers, URL userinfo and query
+//!    tokens, connection strings (ADO/ODBC/JDBC, Oracle, Go DSNs), `.pgpass`/`.netrc`/JAAS/Redis ACL lines,
+//!    CLI flags and `echo ... | passwd`, prose in a few languages, application-code forms (typed and wrapped
+//!    literals, env defaults, HMAC/JWT keys, byte lists, comparisons), then generic `key = value` assignments
+//!    and key/value lines, then base64 that decodes to a secret, then a credential-shaped token in a line that
+//!    names a secret (the high-entropy detector).
+//! 3. A rule never touches an existing `[REDACTED:...]` placeholder, so redaction is idempotent (up to the
+//!    per-call budgets below).
 //!
-//! Assignments are redacted only when the value is a literal: placeholders (`<your key>`, `${VAR}`,
-//! `{{ secrets.X }}`, `$VAR`, `***`, `changeme`, `YOUR_...`), environment lookups (`os.environ[...]`,
-//! `process.env.X`, `os.getenv(...)`) and code (`password=password`, `get_password()`, `self.password`,
-//! `password: str`) are left alone. Generic API-key values must also look random.
+//! Values are redacted only when they are literals: placeholders (`<your key>`, `${VAR}`, `{{ x }}`, `***`,
+//! `xxx`, `[REDACTED]`, `changeme`, `YOUR_...`), environment and secret-manager references, paths, code
+//! (`password=password`, `get_password()`, `password: str`) and ciphertext under `encrypted`/`secure:` keys
+//! are left alone. Key and token values must look random; passwords need not. Only vendors' documented
+//! example keys (AWS's `AKIAIOSFODNN7EXAMPLE`, ...) are exempt: "example" inside a value exempts nothing.
+//!
+//! Cost is linear in the text: every rule is one regex pass (the `regex` crate has no backtracking), rules
+//! with a keyword run only when the text holds it, look-backs are bounded, and the two nested steps (joining
+//! literals, decoding base64) have a fixed budget per call.
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -925,12 +938,21 @@ pub fn redact(text: &str) -> Redacted {
 fn redact_rules(text: &str, decode: bool) -> Redacted {
     let mut current = text.to_string();
     let mut kinds = Vec::new();
+    let mut lower: Option<String> = None;
     for rule in RULES.iter() {
         if !decode && rule.kind == ENCODED_KIND {
             continue;
         }
+        if let Some(needles) = rule.needs {
+            // The lower-cased text is computed once and again only after a rule changed the text.
+            let lower = lower.get_or_insert_with(|| current.to_ascii_lowercase());
+            if !needles.iter().any(|n| lower.contains(n)) {
+                continue;
+            }
+        }
         if let Some(next) = apply(rule, &current, &mut kinds) {
             current = next;
+            lower = None;
         }
     }
     Redacted { text: current, kinds }
@@ -999,12 +1021,6 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
 
 /// One rule over the text; `None` when it replaced nothing.
 fn apply(rule: &SecretRule, text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
-    if let Some(needles) = rule.needs {
-        let lower = text.to_ascii_lowercase();
-        if !needles.iter().any(|n| lower.contains(n)) {
-            return None;
-        }
-    }
     let placeholders: Vec<Range<usize>> = PLACEHOLDER.find_iter(text).map(|m| m.range()).collect();
     // Matches come in order: the placeholders that end before a match never matter again.
     let mut next_placeholder = 0;
