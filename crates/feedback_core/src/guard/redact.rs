@@ -1,13 +1,26 @@
 //! Secret redaction: each recognised secret becomes `[REDACTED:<kind>]`; every other byte is kept.
 //!
-//! Rules run in order, specific token formats first (PEM keys, cloud keys, vendor tokens, JWTs, bearer
-//! tokens, passwords inside URLs), generic `password = ...` / `api_key: ...` assignments last. A rule never
-//! touches an existing `[REDACTED:...]` placeholder, so redaction is idempotent.
+//! 1. Keys split across string literals (`"sk_live_" + "..."`, `("ghp_ab" "cd")`, `["AKIA", "..."].join("")`)
+//!    are joined first when the joined literal holds a secret the parts do not.
+//! 2. Rules run in order, each declared whole in [`RULES`]: private keys (PEM, headerless DER bodies, hex,
+//!    base64-wrapped), cloud and vendor token formats, JWTs, Authorization headers, URL userinfo and query
+//!    tokens, connection strings (ADO/ODBC/JDBC, Oracle, Go DSNs), `.pgpass`/`.netrc`/JAAS/Redis ACL lines,
+//!    CLI flags and `echo ... | passwd`, prose in a few languages, application-code forms (typed and wrapped
+//!    literals, env defaults, HMAC/JWT keys, byte lists, comparisons), then generic `key = value` assignments
+//!    and key/value lines, then base64 that decodes to a secret, then a credential-shaped token in a line that
+//!    names a secret (the high-entropy detector).
+//! 3. A rule never touches an existing `[REDACTED:...]` placeholder, so redaction is idempotent (up to the
+//!    per-call budgets below).
 //!
-//! Assignments are redacted only when the value is a literal: placeholders (`<your key>`, `${VAR}`,
-//! `{{ secrets.X }}`, `$VAR`, `***`, `changeme`, `YOUR_...`), environment lookups (`os.environ[...]`,
-//! `process.env.X`, `os.getenv(...)`) and code (`password=password`, `get_password()`, `self.password`,
-//! `password: str`) are left alone. Generic API-key values must also look random.
+//! Values are redacted only when they are literals: placeholders (`<your key>`, `${VAR}`, `{{ x }}`, `***`,
+//! `xxx`, `[REDACTED]`, `changeme`, `YOUR_...`), environment and secret-manager references, paths, code
+//! (`password=password`, `get_password()`, `password: str`) and ciphertext under `encrypted`/`secure:` keys
+//! are left alone. Key and token values must look random; passwords need not. Only vendors' documented
+//! example keys (AWS's `AKIAIOSFODNN7EXAMPLE`, ...) are exempt: "example" inside a value exempts nothing.
+//!
+//! Cost is linear in the text: every rule is one regex pass (the `regex` crate has no backtracking), rules
+//! with a keyword run only when the text holds it, look-backs are bounded, and the two nested steps (joining
+//! literals, decoding base64) have a fixed budget per call.
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -30,11 +43,21 @@ struct SecretRule {
     /// Capture groups holding the secret; the first that took part is replaced (0 = the whole match).
     groups: &'static [usize],
     valid: Option<Valid>,
+    /// Lower-case words one of which the text must contain for the rule to run at all (a cheap prefilter).
+    needs: Option<&'static [&'static str]>,
+}
+
+impl SecretRule {
+    /// Runs the rule only on texts that contain one of `needles` (lower case, ASCII case-insensitive).
+    fn needs(mut self, needles: &'static [&'static str]) -> Self {
+        self.needs = Some(needles);
+        self
+    }
 }
 
 fn secret(kind: &'static str, pattern: &str, groups: &'static [usize], valid: Option<Valid>) -> SecretRule {
     let re = Regex::new(pattern).unwrap_or_else(|e| panic!("redaction pattern for {kind} does not compile: {e}"));
-    SecretRule { kind, re, groups, valid }
+    SecretRule { kind, re, groups, valid, needs: None }
 }
 
 static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[REDACTED:[a-z0-9_]+\]").expect("placeholder"));
@@ -43,7 +66,7 @@ static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[REDACTED:[
 /// Groups: 1 key, 2 separator, 3 double-quoted value, 4 single-quoted value, 5 bare value.
 fn assignment(key: &str) -> String {
     format!(
-        r#"(?:^|[^\w.-])((?i:{key}))["']?(\s*(?:=>|:=|==|=|:)\s*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s,;'"`)\]}}<>]+))"#
+        r#"(?:^|[^A-Za-z0-9_.-])((?i:{key}))["']?\]?([ \t]*(?:=>|:=|\?=|\|\|=|==|=|:)[ \t]*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s,;'"`)\]}}<>&]{{1,300}}))"#
     )
 }
 
@@ -53,9 +76,8 @@ fn quoted_pair(key: &str) -> String {
     format!(r#"["']((?i:{key}))["'](\s*,\s*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})')"#)
 }
 
-const PASSWORD_KEY: &str =
-    r"[\w.-]*?(?:password|passwd|passphrase|pwd|pword)[\w.-]*|(?:[\w.-]*[_.-])?pass(?:[_.-][\w.-]*)?";
-const API_KEY: &str = r"[\w.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|credentials?|secret|token|auth)[\w.-]*";
+const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*";
+const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret)[A-Za-z0-9_.-]*";
 
 static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
     // The header, optional `Proc-Type:`-style lines, then a base64 body (a bare header in prose is not a key).
@@ -64,66 +86,167 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Private keys: inside a GCP service-account JSON, or anywhere.
         secret("gcp_service_account", pem, &[0], Some(service_account_context)),
         secret("private_key_pem", pem, &[0], None),
-        secret("gcp_service_account", r#""private_key_id"\s*:\s*"([0-9a-f]{40})""#, &[1], None),
+        secret("gcp_service_account", r#""private_key_id"\s*:\s*"([0-9a-f]{40})""#, &[1], None)
+        .needs(&["private_key_id"]),
         // A PEM key stored base64-encoded (Kubernetes Secret `data:`): "-----BEGIN" encodes to "LS0tLS1CRUdJTi".
         secret("private_key_pem", r"\b(LS0tLS1CRUdJTi[A-Za-z0-9+/]{16,}={0,2})", &[1], Some(encoded_private_key)),
+        // A key body pasted without its header: base64 DER whose first bytes are a private key's (SEQUENCE,
+        // then INTEGER version 0 or 1; public keys and certificates start SEQUENCE, SEQUENCE), or OpenSSH's
+        // `openssh-key-v1` magic. Lines of a JSON string (`\n`) or of the text.
+        secret(
+            "private_key_pem",
+            r"(?:^|[^A-Za-z0-9+/=])((?:MI[IH]|MH[cQ]|MC4C|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{21,}(?:(?:\r?\n|\\r?\\n)[ \t]*[A-Za-z0-9+/]{8,}){0,400}={0,2})",
+            &[1],
+            Some(der_private_key),
+        ),
+        // A PEM key or a DER key written as hex ("-----BEGIN" is 2d2d2d2d2d424547494e).
+        secret(
+            "private_key_pem",
+            r"\b((?:0x)?(?:2d2d2d2d2d424547494e|30(?:82[0-9a-fA-F]{4}|81[0-9a-fA-F]{2}|[0-7][0-9a-fA-F])02010[01])[0-9a-fA-F]{60,})\b",
+            &[1],
+            Some(hex_private_key),
+        ),
+        // PGP private key blocks, PuTTY keys.
+        secret(
+            "private_key_pem",
+            r"-----BEGIN PGP PRIVATE KEY BLOCK-----(?s:.*?)(?:-----END PGP PRIVATE KEY BLOCK-----|\z)",
+            &[0],
+            None,
+        ),
+        secret("private_key_pem", r"(?m)^Private-Lines:\s*\d+\s*\n((?:[A-Za-z0-9+/=]+\n?)+)", &[1], None),
+        secret("age_secret_key", r"\b(AGE-SECRET-KEY-1[0-9A-Z]{58})\b", &[1], None),
         // AWS: the secret next to its key id or under a secret-key name, then the key id itself.
         secret(
             "aws_secret_key",
             r#"(?i:aws_?secret_?(?:access_?)?key(?:_id)?|secret_?access_?key|aws_?secret|secretkey)["']?\s*(?:=>|:=|=|:)\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)"#,
             &[1],
             Some(aws_secret_valid),
-        ),
+        )
+        .needs(&["secret"]),
         secret(
             "aws_secret_key",
             r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b[^\n]{0,100}?(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
             &[1],
             Some(aws_secret_valid),
-        ),
+        )
+        .needs(&["akia", "asia"]),
         secret(
             "aws_access_key",
             r"\b((?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z0-9]{16})\b",
             &[1],
-            Some(not_example),
+            None,
         ),
+        // A session token: long base64 under its name (`FwoGZXIvYXdzE...`, `IQoJb3JpZ2luX2Vj...`).
+        secret(
+            "aws_session_token",
+            r#"(?i:aws_?session_?token|session_?token|security_?token|x-amz-security-token)["']?\s*(?:=>|:=|=|:)\s*["']?([A-Za-z0-9/+=%]{100,})"#,
+            &[1],
+            None,
+        )
+        .needs(&["token"]),
         secret("gcp_api_key", r"\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)", &[1], None),
+        secret("gcp_oauth_token", r"\b(ya29\.[0-9A-Za-z_-]{20,})", &[1], None),
+        secret("gcp_oauth_token", r"\b(GOCSPX-[0-9A-Za-z_-]{24,})", &[1], None),
+        secret("gcp_oauth_token", r"\b(1//0[0-9A-Za-z_-]{40,})", &[1], None),
         secret(
             "azure_storage_key",
             r"(?i:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*([A-Za-z0-9+/]{20,}={0,2})",
             &[1],
-            Some(not_example),
-        ),
+            None,
+        )
+        .needs(&["accountkey", "sharedaccesskey", "sharedsecret"]),
         secret("azure_storage_key", r"[?&]sig=([A-Za-z0-9%+/=]{20,})", &[1], None),
         secret(
             "azure_storage_key",
             r#"(?i:--account-key|--storage-key|azure_storage_key|azure_storage_access_key|storage_account_key|account_key|accountkey)["']?(?:\s+|\s*[=:]\s*)["']?([A-Za-z0-9+/]{40,}={0,2})"#,
             &[1],
-            Some(not_example),
-        ),
-        secret("github_token", r"\b(gh[pousr]_[A-Za-z0-9]{36,255})\b", &[1], None),
-        secret("github_token", r"\b(github_pat_[A-Za-z0-9_]{22,255})", &[1], None),
-        secret("gitlab_token", r"\b(gl(?:pat|dt|rt|ptt|cbt|imt|ft|oas|soat)-[A-Za-z0-9_-]{20,})", &[1], None),
+            None,
+        )
+        .needs(&["key"]),
+        // An Entra ID (Azure AD) client secret: three characters, a digit, `Q~`, then 31-34 more.
         secret(
-            "slack_webhook",
-            r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{20,})",
+            "azure_client_secret",
+            r"(?:^|[^A-Za-z0-9_~.-])([A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)",
             &[1],
-            Some(not_example),
+            None,
+        )
+        .needs(&["q~"]),
+        secret("github_token", r"\b(gh[pousr]_[A-Za-z0-9]{30,255})\b", &[1], None),
+        secret("github_token", r"\b(github_pat_[A-Za-z0-9_]{22,255})", &[1], None),
+        secret(
+            "gitlab_token",
+            r"\b(gl(?:pat|dt|rt|ptt|cbt|imt|ft|oas|soat|agent|runner)-[A-Za-z0-9_-]{20,})",
+            &[1],
+            None,
         ),
-        secret("slack_token", r"\b(xox[abposer]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})", &[1], Some(not_example)),
+        secret("gitlab_token", r"\b(GR1348941[A-Za-z0-9_-]{20,})", &[1], None),
+        secret("slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{20,})", &[1], None),
+        secret("slack_token", r"\b(xox[abposer]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})", &[1], None),
+        secret("webhook_url", r"(?i:discord(?:app)?\.com/api/webhooks/\d+/)([A-Za-z0-9_-]{30,})", &[1], None),
+        secret(
+            "webhook_url",
+            r"(?i:\.webhook\.office\.com/webhookb2/|outlook\.office(?:365)?\.com/webhook/)([A-Za-z0-9@/_-]{30,})",
+            &[1],
+            None,
+        ),
+        secret("webhook_url", r"(?i:chat\.googleapis\.com/v1/spaces/[\w-]+/messages\?)([^\s'\x22<>]+)", &[1], None),
+        secret(
+            "webhook_url",
+            r"(?:hooks\.zapier\.com/hooks/catch/\d+/|maker\.ifttt\.com/(?:trigger/[^/\s]+/with/)?key/|events\.pagerduty\.com/integration/)([A-Za-z0-9_-]{6,})",
+            &[1],
+            None,
+        )
+        .needs(&["zapier", "ifttt", "pagerduty"]),
+        // Mattermost and Rocket.Chat incoming webhooks: /hooks/<26 lower-case letters and digits>.
+        secret("webhook_url", r"https?://[^\s/]+/hooks/([a-z0-9]{26})\b", &[1], None).needs(&["/hooks/"]),
+        secret("telegram_bot_token", r"\b(?:bot)?(\d{8,10}:AA[A-Za-z0-9_-]{33})\b", &[1], None),
+        secret(
+            "discord_bot_token",
+            r"\b([MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})\b",
+            &[1],
+            None,
+        ),
         secret("stripe_key", r"\b((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})", &[1], None),
         secret(
             "openai_key",
-            r"\b(sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{32,})",
+            r"\b(sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj|svcacct|admin|None|or-v1|or)-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{32,})",
             &[1],
-            Some(not_example),
+            None,
         ),
-        secret("sendgrid_key", r"\b(SG\.[\w-]{22}\.[\w-]{43})", &[1], None),
+        secret(
+            "ai_api_key",
+            r"\b(gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|pcsk_[A-Za-z0-9_]{40,}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10})\b",
+            &[1],
+            None,
+        ),
+        secret("sendgrid_key", r"\b(SG\.[\w-]{16,32}\.[\w-]{30,50})", &[1], None),
+        secret("twilio_key", r#"\bSK[0-9a-fA-F]{32}["']?\s*,\s*["']([A-Za-z0-9]{32})["']"#, &[1], None),
         secret("twilio_key", r"\b(SK[0-9a-fA-F]{32})\b", &[1], None),
-        // A Twilio auth token: 32 hex digits in a text that mentions Twilio or holds an account SID.
+        // A Twilio auth token: 32 hex digits (or 32 alphanumerics after an API key SID) in a text that mentions
+        // Twilio or holds an account SID.
         secret("twilio_key", r"\b([0-9a-f]{32})\b", &[1], Some(twilio_context)),
         secret("twilio_key", r"\bAC[0-9a-f]{32}:([0-9a-f]{32})\b", &[1], None),
         secret("npm_token", r"\b(npm_[A-Za-z0-9]{36})\b", &[1], None),
         secret("npm_token", r#"_authToken\s*=\s*["']?([^\s"']+)"#, &[1], Some(npm_auth_valid)),
+        secret("pypi_token", r"\b(pypi-Ag[A-Za-z0-9_-]{50,})", &[1], None),
+        secret(
+            "package_registry_token",
+            r"\b(rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}|dckr_pat_[A-Za-z0-9_-]{20,}|AKCp[A-Za-z0-9]{60,}|cmVmdGtu[A-Za-z0-9]{50,})\b",
+            &[1],
+            None,
+        ),
+        secret(
+            "cloud_api_token",
+            r"\b(do[opr]_v1_[a-f0-9]{64}|hv[sbr]\.[A-Za-z0-9_-]{24,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,}|pul-[a-f0-9]{40}|dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,20}\.)?[A-Za-z0-9]{40,}|sbp_[a-f0-9]{40}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{30,}|dapi[a-f0-9]{32}(?:-\d)?|LTAI[A-Za-z0-9]{12,24}|FlyV1 fm\d_[A-Za-z0-9_+/=,-]{20,}|rnd_[A-Za-z0-9]{30,}|nfp_[A-Za-z0-9]{36,}|vercel_[A-Za-z0-9_]{20,}|CCIPAT_[A-Za-z0-9_]{30,}|bkua_[a-f0-9]{40})\b",
+            &[1],
+            None,
+        ),
+        secret(
+            "saas_api_token",
+            r"\b(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|key-[0-9a-f]{32}|[0-9a-f]{32}-us\d{1,2}|sq0(?:atp|csp|idp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60,}|access_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}|ATATT3[A-Za-z0-9_=-]{100,}|lin_(?:api|oauth)_[A-Za-z0-9]{40}|secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|gl(?:c|sa)_[A-Za-z0-9+/_]{32,}={0,2}|NRAK-[A-Z0-9]{27}|NRII-[A-Za-z0-9_-]{32}|sntry[su]_[A-Za-z0-9+/=_]{40,}|figd_[A-Za-z0-9_-]{40,}|CFPAT-[A-Za-z0-9_-]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_.-]{50,}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{20,}|EAA[A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}|ops_[A-Za-z0-9_-]{40,}|tfp_[A-Za-z0-9_-]{40,}|dop_[a-f0-9]{64}|ghs_[A-Za-z0-9]{36}|sl\.[A-Za-z0-9_-]{130,}|xoxe\.xox[bp]-[A-Za-z0-9-]{20,}|AC[a-f0-9]{32}:[A-Za-z0-9]{32})\b",
+            &[1],
+            None,
+        ),
         secret("jwt", r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)", &[1], None),
         // Authorization headers: keep the scheme word, redact the credential.
         secret(
@@ -131,133 +254,785 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             r#"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{12,}=*)(?:[\s"'`,;)\]}\\]|$)"#,
             &[1],
             Some(bearer_valid),
-        ),
+        )
+        .needs(&["bearer"]),
         secret(
             "bearer_token",
-            r#"(?i:authorization)["']?\s*[:=,]?\s*["']?(?i:token|apikey|api-key|sso-key)\s+([A-Za-z0-9._~+/:-]{12,}=*)(?:[\s"'`,;)\]}\\]|$)"#,
+            r#"(?i:authorization)["']?\s*[:=,]?\s*["']?(?i:token|apikey|api-key|sso-key|key|digest|hmac|aws4-hmac-sha256|splunk|ghp|dsn|sharedaccesssignature|klaviyo-api-key|zoho-oauthtoken|oauth|ssws)\s+([A-Za-z0-9._~+/:=,-]{12,}=*)(?:[\s"'`;)\]}\\]|$)"#,
             &[1],
             Some(bearer_valid),
-        ),
+        )
+        .needs(&["authorization"]),
+        // `Authorization: <credential>` without a scheme.
+        secret(
+            "bearer_token",
+            r#"(?i:\bauthorization)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/-]{20,}=*)(?:[\s"'`,;)\]}\\]|$)"#,
+            &[1],
+            Some(bearer_valid),
+        )
+        .needs(&["authorization"]),
         secret(
             "basic_auth",
             r#"(?i:\bbasic)\s+([A-Za-z0-9+/]{8,}={0,2})(?:[\s"'`,;)\]}\\]|$)"#,
             &[1],
             Some(basic_valid),
-        ),
-        // user:PASSWORD@host: only the password goes.
+        )
+        .needs(&["basic"]),
+        // user:PASSWORD@host: only the password goes (up to the last `@` before the host).
         secret(
             "url_password",
-            r#"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'"<>]*:([^\s@/'"<>]+)@[A-Za-z0-9.\[_-]"#,
+            r#"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'"<>]*:([^\s/'"<>]+)@[A-Za-z0-9.\[_-]"#,
             &[1],
             Some(url_password_valid),
+        )
+        .needs(&["://"]),
+        // Signed URLs and tokens in query strings.
+        secret(
+            "url_token",
+            r#"[?&;]((?i:x-amz-signature|x-amz-security-token|x-amz-credential|x-goog-signature|x-goog-credential|signature|sig|access_token|id_token|refresh_token|auth_token|api_token|private_token|apikey|api_key|api-key|key|token|auth|secret|client_secret|password|passwd|pwd|code|session|sessionid|jwt|hmac|ticket|otp|t|s|k|st|sk))=([^&;\s#"'<>`\\]+)"#,
+            &[2],
+            Some(url_token_valid),
         ),
         secret(
             "basic_auth",
-            r#"(?:^|\s)(?:-u|--user|--basic-auth|--auth)[\s=]+["']?[^\s:"'$]+:([^\s"'@]+)"#,
+            r#"(?:^|\s)(?:-u|--user|--basic-auth|--auth|--proxy-user|-U)[\s=]+["']?[^\s:%"'$/]+[:%]([^\s"'@/][^\s"'@]*)"#,
             &[1],
             Some(cli_password_valid),
+        )
+        .needs(&["-u", "--user", "--basic-auth", "--auth", "--proxy-user"]),
+        // Connection strings: ADO.NET / ODBC / JDBC `Password=...;` (a value may hold spaces, or be braced).
+        secret(
+            "connection_string",
+            r#"(?i:(?:^|[;"'\s{(])(?:password|pwd|passwd|user\s+password))\s*=\s*(\{[^}\n]{1,200}\}|"[^"\n]{1,200}"|'[^'\n]{1,200}'|[^;"'\n{}]{0,199}[^;"'\n{}\s])"#,
+            &[1],
+            Some(connection_string_valid),
+        )
+        .needs(&["password", "pwd", "passwd"]),
+        // Kafka, Java properties and JAAS: `password="..."` is handled by the generic rules; `.pgpass`:
+        // host:port:database:user:password.
+        secret(
+            "pgpass",
+            r"(?m)^[ \t]*[^\s:#]+:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:([^\s]+)[ \t]*\r?$",
+            &[1],
+            Some(pgpass_valid),
         ),
+        // .netrc: `machine host login user password pw`, on one line or several.
+        secret(
+            "netrc_password",
+            r"(?i:\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+)(\S+)",
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["machine"]),
+        secret("netrc_password", r"(?m)^\s*password\s+(\S+)\s*$", &[1], Some(netrc_context))
+        .needs(&["password"]),
+        secret("password_assignment", r"(?i:\blogin\s+\S+\s+password\s+)(\S+)", &[1], Some(cli_password_valid))
+        .needs(&["login"]),
         // SQL and CLI forms of a password.
         secret(
             "password_assignment",
-            r"(?i:\b(?:identified\s+by|with\s+(?:encrypted\s+)?password|\bpassword))\s+'((?:[^'\n]|'')+)'",
+            r"(?i:\b(?:identified\s+by|with\s+(?:encrypted\s+)?password|\bpassword))\s+'((?:[^'\n]|''){1,200})'",
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["identified", "password"]),
         secret(
             "password_assignment",
-            r#"(?:^|\s)--?(?i:password|passwd|pass)(?:\s+|=)["']?([^\s"'-][^\s"']*)"#,
+            r#"(?i:\b(?:identified\s+by|with\s+(?:encrypted\s+)?password))\s+"([^"\n]{1,200})""#,
             &[1],
-            Some(cli_password_valid),
-        ),
+            Some(quoted_password_valid),
+        )
+        .needs(&["identified", "password"]),
+        // `--password X`, `--db-password=X`, `--admin-pass 'X'`, `-P X` of sqlcmd and bcp.
         secret(
             "password_assignment",
-            r#"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p["']?([^\s"'-][^\s"']*)"#,
-            &[1],
-            Some(cli_password_valid),
-        ),
+            r#"(?:^|\s)(--?(?i:[a-z0-9-]*(?:password|passwd|passphrase|pass|pwd)))(?:\s+|=)(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'-][^\s"']*))"#,
+            &[2, 3, 4],
+            Some(cli_flag_password_valid),
+        )
+        .needs(&["pass", "pwd"]),
+        secret(
+            "api_key_assignment",
+            r#"(?:^|\s)(--?(?i:[a-z0-9-]*(?:token|secret|api-key|apikey|access-key|secret-key|private-key|client-secret|auth-key|license-key|signing-key)))(?:\s+|=)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'-][^\s"']*))"#,
+            &[2, 3, 4],
+            Some(cli_flag_token_valid),
+        )
+        .needs(&["token", "secret", "key"]),
         secret(
             "password_assignment",
-            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|htpasswd\s+-b\S*\s+\S+\s+\S+)\s+["']?([^\s"']+)"#,
+            r#"\b(?:sqlcmd|bcp|osql|isql)\b[^\n]*?\s-P\s*["']?([^\s"'-][^\s"']*)"#,
             &[1],
             Some(cli_password_valid),
-        ),
+        )
+        .needs(&["sqlcmd", "bcp", "osql", "isql"]),
+        secret(
+            "password_assignment",
+            r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlsh)\b[^\n]*?\s-p["']?([^\s"'-][^\s"']*)"#,
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["mysql", "mariadb"]),
+        secret(
+            "password_assignment",
+            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+-b\S*\s+\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|net\s+user\s+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*["']?([^\s"']+)"#,
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["sshpass", "login", "redis-cli", "ldap", "htpasswd", "rabbitmqctl", "net", "smbpasswd", "useradd", "wget"]),
+        secret(
+            "password_assignment",
+            r#"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\n]*?\s-p\s+["']?([^\s"'-][^\s"']*)"#,
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["mongo"]),
+        secret("password_assignment", r"(?i:\bnet\s+use\b[^\n]*?/user:\S+\s+)([^\s/]\S*)", &[1], Some(cli_password_valid))
+            .needs(&["net use"]),
+        secret(
+            "password_assignment",
+            r"\bopenssl\b[^\n]*?\s-(?:k|pass|passin|passout)\s+(?:pass:)?(\S+)",
+            &[1],
+            Some(openssl_password_valid),
+        )
+        .needs(&["openssl"]),
+        // Short password flags of programs that take one: `zip -P x`, `7z -px`, `snowsql -p x`, `az login -p x`,
+        // `xfreerdp /p:x`, `keytool -storepass x`, `psexec -p x`.
+        secret(
+            "password_assignment",
+            r#"\b(?:(?:zip|unzip|zipcloak)\b[^\n]*?\s-P\s*|7z[az]?\b[^\n]*?\s-p|rar\b[^\n]*?\s-h?p|(?:snowsql|psexec|PsExec(?:64)?|rdesktop|az\s+login)\b[^\n]*?\s-p\s+|xfreerdp\b[^\n]*?\s/p:|(?:keytool|jarsigner)\b[^\n]*?\s-(?:storepass|keypass|srcstorepass|deststorepass)\s+)["']?([^\s"'-][^\s"']*)"#,
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["zip", "7z", "rar", "snowsql", "psexec", "rdesktop", "az login", "xfreerdp", "keytool", "jarsigner"]),
+        secret(
+            "vault_token",
+            r"\bvault\s+login\s+(?:-[\w-]+(?:=\S+)?\s+)*(?:token=)?([^\s-]\S{15,})",
+            &[1],
+            Some(positional_key_valid),
+        )
+        .needs(&["vault login"]),
+        secret("vault_token", r"\b(s\.[A-Za-z0-9]{24})\b", &[1], Some(vault_context)).needs(&["vault"]),
+        // Connection calls with (host or handle, user, password, ...) arguments.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:mysqli?_connect|mysqli|pg_connect|PDO|ftp_login|ldap_bind|ssh2_auth_password|imap_open|oci_connect|sqlsrv_connect|getConnection|PlainAuth|pymysql\.connect|MySQLdb\.connect|connector\.connect)\s*\(\s*(?:[^,()\n]{1,120},\s*)?)["'][^"'\n]{1,120}["']\s*,\s*["']([^"'\n]{3,128})["']"#,
+            &[1],
+            Some(quoted_password_valid),
+        )
+        .needs(&["connect", "pdo", "login", "bind", "auth", "imap"]),
+        // `btoa("user:pw")`, `b64encode(b"user:pw")`: Basic credentials built in code.
+        secret(
+            "basic_auth",
+            r#"(?:btoa|b64encode|encodeToString|EncodeToString|strict_encode64|encode64|Base64\.encode[A-Za-z]*|base64_encode)\(\s*(?:\[\]byte\(|b)?["'`][^:"'`\n\s]{1,64}:([^"'`\n$]{3,128})["'`]"#,
+            &[1],
+            Some(quoted_password_valid),
+        )
+        .needs(&["btoa", "encode"]),
+        // A literal written to a file named for a secret: `echo 'x' > /run/secrets/db_password`.
+        secret(
+            "password_assignment",
+            r#"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:"([^"\n$]{3,200})"|'([^'\n]{3,200})'|([^\s|;&'"$>]{3,200}))\s*>>?\s*["']?[^\s"']*(?i:password|passwd|secret|token|api[_-]?key|\.pgpass|\.netrc|credentials|\.env)[^\s"']*"#,
+            &[1, 2, 3],
+            Some(cli_password_valid),
+        )
+        .needs(&["echo", "printf"]),
+        // Annotations and attributes named for a secret with a literal: `[ApiKey("x")]`, `@Secret("x")`.
+        secret(
+            "api_key_assignment",
+            r#"[@\[](?:[A-Za-z0-9_]+\.)*([A-Za-z0-9_]*(?:ApiKey|Apikey|Secret|Password|Token|Credential)[A-Za-z0-9_]*)\(\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*=\s*)?"([^"\n]{6,200})"\s*[,)]"#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["key", "secret", "password", "token", "credential"]),
+        // A password piped into the program that reads it: `echo 'pw' | passwd --stdin root`,
+        // `echo "user:pw" | chpasswd`, `echo pw | sudo -S ...`, `echo $X | docker login --password-stdin`.
+        secret(
+            "password_assignment",
+            r#"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:'%s(?:\\n)?'\s+|"%s(?:\\n)?"\s+)?(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s|;&'"]{1,200}))\s*\|\s*(?:sudo\s+(?:-S\s+)?)?(?:passwd|chpasswd|sudo|docker|podman|helm|nerdctl|buildah|skopeo|crane|oras|kinit|openssl|gpg|vault|cryptsetup|ssh-add|smbpasswd|htpasswd|oc|kubectl|az|npm|gh|argocd|mysql|psql|su|vncpasswd|expect|openconnect|keytool|security|sshpass|passwd)\b"#,
+            &[1, 2, 3],
+            Some(cli_password_valid),
+        )
+        .needs(&["echo", "printf"]),
+        secret(
+            "password_assignment",
+            r#"--password-stdin\s*<<<?\s*(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'$][^\s"']*))"#,
+            &[1, 2, 3],
+            Some(cli_password_valid),
+        )
+        .needs(&["password-stdin"]),
         // Credentials passed as (user, password) string arguments.
         secret(
             "password_assignment",
-            r#"(?i:\bauth\s*=\s*\(|[\w.]*(?:basicauth|basic_auth|credentials?|credential|login|logon|signin|sign_in|authenticate|useridentity|passwordauthentication)\s*\()\s*["'][^"'\n]{1,80}["']\s*,\s*["']([^"'\n]{3,128})["']"#,
+            r#"(?i:\bauth\s*=\s*\(|[\w.]*(?:basicauth|basic_auth|credentials?|credential|login|logon|signin|sign_in|authenticate|useridentity|passwordauthentication|connect|getconnection|bind|bind_s|simple_bind|simple_bind_s)\s*\()\s*(?:["'](?:jdbc:|[a-z][a-z0-9+.-]{1,20}://)[^"'\n]{1,200}["']\s*,\s*)?["'][^"'\n]{1,120}["']\s*,\s*["']([^"'\n]{3,128})["']\s*[,)]"#,
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["auth", "credential", "login", "logon", "sign", "connect"]),
         secret(
             "password_assignment",
-            r#"(?:\.|\b)(?i:set_?password|with_?password|password|passwd)\s*\(\s*["']([^"'\n]{3,128})["']\s*[,)]"#,
+            r#"(?:\.|\b)(?i:set_?password|with_?password|password|passwd|set_?secret|set_?token|with_?token|with_?secret)\s*\(\s*["']([^"'\n]{3,128})["']\s*\)"#,
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["pass", "secret", "token"]),
         // XML: <password>...</password>, <add key="DbPassword" value="..."/>.
         secret(
             "password_assignment",
-            r#"<((?i:[\w.:-]*(?:password|passwd|pwd)[\w.:-]*))>([^<\s]{3,200})</"#,
+            r#"<((?i:[\w.:-]*(?:password|passwd|pwd)[\w.:-]*))>([^<\n]{3,200})</"#,
             &[2],
             Some(xml_password_valid),
-        ),
+        )
+        .needs(&["pass", "pwd"]),
         secret(
             "api_key_assignment",
             r#"<((?i:[\w.:-]*(?:api[_-]?key|apikey|secret|token|access[_-]?key)[\w.:-]*))>([^<\s]{8,300})</"#,
             &[2],
             Some(xml_api_key_valid),
-        ),
+        )
+        .needs(&["key", "secret", "token"]),
         secret(
             "password_assignment",
             r#"(?i:key|name)\s*=\s*["'][\w.:-]*(?i:password|passwd|pwd)[\w.:-]*["']\s+(?i:value)\s*=\s*["']([^"'\n]{3,200})["']"#,
             &[1],
             Some(quoted_password_valid),
-        ),
+        )
+        .needs(&["value"]),
         secret(
             "api_key_assignment",
             r#"(?i:key|name)\s*=\s*["'][\w.:-]*(?i:api[_-]?key|apikey|secret|token)[\w.:-]*["']\s+(?i:value)\s*=\s*["']([^"'\n]{8,300})["']"#,
             &[1],
             Some(bearer_valid),
-        ),
-        // Go MySQL DSN without a scheme: user:password@tcp(host)/db.
-        secret("url_password", r"\b[\w.-]+:([^\s@/:'\x22]{3,})@(?:tcp|unix)\(", &[1], Some(url_password_valid)),
-        // Prose: "the password is hunter2!".
+        )
+        .needs(&["value"]),
+        // Kubernetes and Compose env lists: `- name: DB_PASSWORD` then `value: "..."`.
         secret(
             "password_assignment",
-            r#"(?i:\b(?:password|passwd|passphrase)\s+(?:is|was|=)\s+)["'`]?([^\s"'`]{4,128}?)["'`]?(?:[.,;)]?(?:\s|$))"#,
+            r#"(?i:name\s*:\s*["']?([\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*)["']?\s*(?:,|\r?\n|\\n)\s*(?:-\s*)?value\s*:\s*)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'#}]+))"#,
+            &[2, 3, 4],
+            Some(name_value_password_valid),
+        )
+        .needs(&["value"]),
+        secret(
+            "api_key_assignment",
+            r#"(?i:name\s*:\s*["']?([\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth)[\w.-]*)["']?\s*(?:,|\r?\n|\\n)\s*(?:-\s*)?value\s*:\s*)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'#}]+))"#,
+            &[2, 3, 4],
+            Some(name_value_api_key_valid),
+        )
+        .needs(&["value"]),
+        // Terraform: `variable "db_password" { default = "..." }`.
+        secret(
+            "password_assignment",
+            r#"(?i:variable\s+"[\w-]*(?:password|passwd|secret|token|api_?key|private_?key)[\w-]*"\s*\{[^}]{0,300}?\bdefault\s*=\s*)"([^"\n]{1,300})""#,
+            &[1],
+            Some(quoted_password_valid),
+        )
+        .needs(&["variable"]),
+        // Dockerfile `ENV KEY value` / `ARG KEY value` (the `KEY=value` forms are assignments).
+        secret(
+            "password_assignment",
+            r#"(?m)(?:^[ \t]*(?:ENV|ARG|SetEnv|setenv|set)[ \t]+((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=][^\n]*?))[ \t]*\r?$"#,
+            &[2, 3, 4],
+            Some(directive_password_valid),
+        )
+        .needs(&["pass", "pwd"]),
+        secret(
+            "api_key_assignment",
+            r#"(?m)(?:^[ \t]*(?:ENV|ARG|SetEnv|setenv|set)[ \t]+((?i:[\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=][^\s]*))[ \t]*\r?$"#,
+            &[2, 3, 4],
+            Some(directive_api_key_valid),
+        )
+        .needs(&["secret", "token", "key", "cred", "auth"]),
+        // Go MySQL DSN without a scheme: user:password@tcp(host)/db.
+        secret("url_password", r"\b[\w.-]+:([^\s@/:'\x22]{3,})@(?:tcp|unix)\(", &[1], Some(url_password_valid))
+        .needs(&["tcp(", "unix("]),
+        // Prose: "the password is hunter2!", "The password for the admin account is: X", "pw: X", "Passwort: X",
+        // "le mot de passe est X", "la contraseña es X", "a senha é X". Quoted values may hold spaces.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:password|passwd|passphrase|passcode|pass|pwd|pw|psk|passwort|kennwort|schlüssel|mot\s+de\s+passe|mdp|contraseña|contrasena|clave|senha|wachtwoord|hasło|haslo|parola|şifre|sifre|пароль)\b(?:\s[^\n.!?:="'`]{0,60}?)?(?:\s(?:is|was|are|ist|lautet|war|est|était|es|era|é|è|is\s+now|now|set\s+to|changed\s+to|reset\s+to|becomes)\b[ \t]*:?|[ \t]*:[ \t]|[ \t]+=[ \t]))[ \t]*(?:"([^"\n]{1,128})"|'([^'\n]{1,128})'|`([^`\n]{1,128})`|“([^”\n]{1,128})”|«\s?([^»\n]{1,128}?)\s?»|„([^“”\n]{1,128})[“”]|([^\s"'`“«„]{3,128}?))(?:[.,;:)!?]*(?:\s|$))"#,
+            &[1, 2, 3, 4, 5, 6, 7],
+            Some(prose_password_valid),
+        )
+        .needs(&["pass", "pw", "psk", "kennwort", "schlüssel", "mot de passe", "mdp", "contrase", "clave", "senha", "wachtwoord", "has", "parola", "ifre", "пароль"]),
+        // A quoted value right after the word: `mot de passe « x y z »`, `password "x"`, `pass `x``.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:password|passwd|passphrase|pass|pw|psk|passwort|kennwort|schlüssel|mot\s+de\s+passe|contraseña|senha|wachtwoord)\b[ \t]*)(?:"([^"\n]{3,128})"|'([^'\n]{3,128})'|`([^`\n]{3,128})`|“([^”\n]{3,128})”|«\s?([^»\n]{3,128}?)\s?»|„([^“”\n]{3,128})[“”])"#,
+            &[1, 2, 3, 4, 5, 6],
+            Some(quoted_prose_valid),
+        )
+        .needs(&["pass", "pw", "psk", "kennwort", "schlüssel", "mot de passe", "contrase", "senha", "wachtwoord"]),
+        // "user admin, password J=-NZ9qYO#PSMV5RSh": the word, a space, a value that is plainly a password.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:password|passwd|passphrase|passcode|pass|pw|pwd|psk)[ \t]+)([^\s"'`]{6,128}?)(?:[.,;)]*(?:\s|$))"#,
+            &[1],
+            Some(strong_password_valid),
+        )
+        .needs(&["pass", "pw", "psk"]),
+        // An unquoted passphrase after "password is": three to eight lowercase words up to punctuation.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(password|passwd|passphrase|pass|pw|psk|key|passwort|kennwort|schlüssel|mot\s+de\s+passe|contraseña|senha|wachtwoord)\b(?:\s[^\n.!?:="'`]{0,40}?)?(?:\s(?:is|ist|lautet|est|es|é|è)\b[ \t]*:?|[ \t]*[:=][ \t]))[ \t]*((?:[a-z]{3,12}[ \t]+){2,7}[a-z]{3,12})(?:[ \t]*(?:[.,;:!?(—–-]|$|\n|[ \t]+(?:if|for|and|but|when|on|in|to|until|—|-|\()\b))"#,
+            &[2],
+            Some(bare_passphrase_valid),
+        )
+        .needs(&["pass", "pw", "psk", "key", "kennwort", "schlüssel", "mot de passe", "contrase", "senha", "wachtwoord"]),
+        // Whitespace-separated key and value on their own line: `requirepass X`, `HTTP_Passwd  X`,
+        // `masterauth "X"`, `proxy_set_header X-Api-Key X;`, Dockerfile `ENV KEY value`.
+        secret(
+            "password_assignment",
+            r#"(?m)(?:^[ \t]*(?:(?:ENV|ARG|SetEnv|setenv|set|export|proxy_set_header|add_header|more_set_headers|fastcgi_param|env)[ \t]+)?((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass|masterauth)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=:][^\n;]*?))[ \t]*;?[ \t]*\r?$"#,
+            &[2, 3, 4],
+            Some(directive_password_valid),
+        )
+        .needs(&["pass", "pwd", "masterauth"]),
+        secret(
+            "api_key_assignment",
+            r#"(?m)(?:^[ \t]*(?:(?:ENV|ARG|SetEnv|setenv|set|export|proxy_set_header|add_header|more_set_headers|fastcgi_param|env)[ \t]+)?((?i:[\w.-]*(?:secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth|app[_-]?key|application[_-]?key)[\w.-]*))[ \t]+)(?:"([^"\n]{1,300})"|'([^'\n]{1,300})'|([^\s"'=:][^\s;]*))[ \t]*;?[ \t]*\r?$"#,
+            &[2, 3, 4],
+            Some(directive_api_key_valid),
+        )
+        .needs(&["secret", "token", "key", "cred", "auth"]),
+        // `key=value with spaces` to the end of a line (Java properties, INI): only passphrase-like values.
+        secret(
+            "password_assignment",
+            r#"(?m)(?:^[ \t]*((?i:[\w.-]*(?:password|passwd|passphrase|pwd|pass)[\w.-]*))[ \t]*[=:][ \t]*)([^\s"'\[{<$][^\n]*?[^\s])[ \t]*\r?$"#,
+            &[2],
+            Some(line_passphrase_valid),
+        )
+        .needs(&["pass", "pwd"]),
+        // Redis ACL `user NAME on >password`, Kafka JAAS `user_NAME="password"`, HAProxy `stats auth u:pw`.
+        secret(
+            "password_assignment",
+            r"\buser\s+\S+\s+(?:on|off|reset)\b[^\n]*?\s>(\S+)",
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["user"]),
+        secret("password_assignment", r#"\buser_[\w.-]+\s*=\s*"([^"\n]+)""#, &[1], Some(jaas_context))
+        .needs(&["user_"]),
+        secret("password_assignment", r"\bstats\s+auth\s+[^\s:]+:(\S+)", &[1], Some(cli_password_valid))
+        .needs(&["stats"]),
+        // Oracle: `scott/tiger@//host` in a JDBC URL or a sqlplus line.
+        secret(
+            "url_password",
+            r"(?:jdbc:oracle:[a-z]+:|\bsqlplus\s+(?:-\w+\s+)*)[\w.$#-]+/([^@\s/]+)@",
+            &[1],
+            Some(url_password_valid),
+        )
+        .needs(&["oracle", "sqlplus"]),
+        // MinIO and rclone: keys as positional arguments.
+        secret(
+            "api_key_assignment",
+            r"\bmc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+\s+(\S+)",
+            &[1],
+            Some(positional_key_valid),
+        )
+        .needs(&["mc "]),
+        secret(
+            "api_key_assignment",
+            r"\bmc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+(\S+)",
+            &[1],
+            Some(positional_key_valid),
+        )
+        .needs(&["mc "]),
+        secret(
+            "api_key_assignment",
+            r"\brclone\s+config\s+(?:create|update)\b[^\n]*?\s(?:key|secret_access_key|access_key_id|account|pass|password|token|client_secret)\s+(\S+)",
+            &[1],
+            Some(positional_key_valid),
+        )
+        .needs(&["rclone"]),
+        secret(
+            "aws_secret_key",
+            r"\baws\s+configure\s+set\s+(?:[\w.-]+\.)?(?:aws_secret_access_key|aws_session_token)\s+(\S+)",
+            &[1],
+            Some(positional_key_valid),
+        )
+        .needs(&["configure"]),
+        // kubectl `--from-literal=key=value` with a secret-named key.
+        secret(
+            "password_assignment",
+            r#"--from-literal[= ]["']?((?i:[\w.-]*(?:password|passwd|pwd|pass|secret|token|key|credentials?|auth)[\w.-]*))=([^\s"']+)"#,
+            &[2],
+            Some(literal_valid),
+        )
+        .needs(&["from-literal"]),
+        // pgbouncer userlist.txt: `"user" "password"` lines.
+        secret("password_assignment", r#"(?m)^"[^"\s]+"[ \t]+"([^"\n]+)"[ \t]*\r?$"#, &[1], Some(userlist_valid))
+        .needs(&["\""]),
+        // Cookies: a session or token cookie's value.
+        secret(
+            "session_cookie",
+            r"(?i:\b(?:set-)?cookie\s*:[^\n]*?)\b(?i:[\w.-]*(?:sess|session|sid|token|auth|jwt|remember)[\w.-]*)=([^;\s]{16,})",
+            &[1],
+            Some(cookie_valid),
+        )
+        .needs(&["cookie"]),
+        secret(
+            "session_cookie",
+            r"\b(?i:[\w.-]*(?:_session|sessionid|session_id|jsessionid|phpsessid|connect\.sid|laravel_session))=([^;\s&]{16,})",
+            &[1],
+            Some(cookie_valid),
+        )
+        .needs(&["sess", "sid"]),
+        // "user / password" pairs in prose: `admin / gopher-saffron-2014`, `elastic / zVKvU=g=%rp7`.
+        secret(
+            "password_assignment",
+            r#"(?:^|[\s(>:`*])([\w.@+\\-]{2,64})[ \t]+/[ \t]+["'`]?([^\s"'`/]{6,128}?)["'`]?(?:[.,;)]*(?:\s|$))"#,
+            &[2],
+            Some(pair_valid),
+        )
+        .needs(&[" / ", "\\t/"]),
+        // `basic-auth is qa:harbor-falcon-8559`, `login: ci-bot  pass: X` is the prose rule's.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:basic[- ]?auth|http[- ]auth|login|creds|credentials|account)\b[^\n:]{0,30}?\s)[\w.@-]{2,64}:([^\s"'`/@]{6,128}?)(?:[.,;)]*(?:\s|$))"#,
+            &[1],
+            Some(pair_valid_single),
+        )
+        .needs(&["auth", "login", "cred", "account"]),
+        // "user/password admin/X", "credentials: admin / X", "login admin:X".
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:user(?:name)?\s*/\s*pass(?:word)?|login\s*/\s*pass(?:word)?|u/p|creds?|credentials|login|anmeldedaten|identifiants)\b[ \t]*(?:is|are|:|=|sind|sont)?[ \t]*["'`]?[\w.@+-]{1,64}[ \t]*(?:/|:)[ \t]*)["'`]?([^\s"'`/]{4,128}?)["'`]?(?:[.,;)]*(?:\s|$))"#,
             &[1],
             Some(prose_password_valid),
         ),
+        // A literal default for a secret-named environment variable: `${DB_PASSWORD:-x}`, Spring's
+        // `${db.password:x}`, `os.getenv("API_KEY", "x")`, `process.env.TOKEN || "x"`, `env::var(..).unwrap_or("x")`.
+        secret(
+            "env_default",
+            r#"\$\{((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*)):-?([^}\s$]{3,200})\}"#,
+            &[2],
+            Some(env_default_valid),
+        )
+        .needs(&["${"]),
+        secret(
+            "env_default",
+            r#"(?i:[A-Za-z0-9_.]*(?:getenv|env|environ\.get|environ|config|setting|settings|fetch|get_env|env_or|envOr|lookup)[A-Za-z0-9_.]*(?:\(\)[A-Za-z0-9_.]*)?\s*\(\s*)["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s*,\s*(?:default\s*=\s*)?(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            &[2, 3],
+            Some(env_default_valid),
+        )
+        .needs(&["env", "config", "setting", "fetch", "lookup"]),
+        secret(
+            "env_default",
+            r#"(?:process\.env|import\.meta\.env|ENV|os\.environ|\$_ENV|\$_SERVER|getenv\(|env\(|System\.getenv\(|os\.Getenv\()(?:\.|\[["']|["'])((?i:[A-Za-z0-9_]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_]*))(?:["']\]|["']\))?\s*(?:\|\||\?\?|\?:|\bor\b)\s*(?:"([^"\n]{3,200})"|'([^'\n]{3,200})'|`([^`\n]{3,200})`)"#,
+            &[2, 3, 4],
+            Some(env_default_valid),
+        )
+        .needs(&["env"]),
+        secret(
+            "env_default",
+            r#"(?:env::var|std::env::var|Environment\.GetEnvironmentVariable|System\.getenv)\(\s*"((?i:[A-Za-z0-9_]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_]*))"\s*\)\s*(?:\.unwrap_or(?:_else)?\(\s*(?:\|_\|\s*)?|\?\?\s*|\.orElse\(\s*|\|\|\s*)"([^"\n]{3,200})""#,
+            &[2],
+            Some(env_default_valid),
+        )
+        .needs(&["env"]),
+        // A typed or wrapped literal: `let api_key: &str = "..."`, `val password: String = "..."`,
+        // `jwtKey := []byte("...")`, `SECRET = b"..."`, `key = bytes.fromhex("...")`, `Secret::new("...")`.
+        secret(
+            "password_assignment",
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|pass)[A-Za-z0-9_.-]*))(?:\[\d*\])?[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*|[ \t]+\*?[A-Za-z_][A-Za-z0-9_.\[\]*]{0,30}[ \t]*)?(?:=|:=|\{)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Buffer\.from|SecureString|Password)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){3,300})"|'([^'\\\n]{3,300})')"#,
+            &[2, 3],
+            Some(typed_password_valid),
+        )
+        .needs(&["pass", "pwd"]),
+        secret(
+            "api_key_assignment",
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|secret|token|private[_-]?key|access[_-]?key|signing[_-]?key|hmac[_-]?key|jwt[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|salt|pepper)[A-Za-z0-9_.-]*))(?:\[\d*\])?[ \t]*(?::[ \t]*&?(?:'static[ \t]+)?[A-Za-z_][A-Za-z0-9_<>\[\]:.?]{0,40}[ \t]*|[ \t]+\*?[A-Za-z_][A-Za-z0-9_.\[\]*]{0,30}[ \t]*)?(?:=|:=|\{)[ \t]*(?:(?:\[\]byte|bytes|bytearray|bytes\.fromhex|bytearray\.fromhex|hex\.DecodeString|hex::decode|base64\.b64decode|b64decode|base64\.StdEncoding\.DecodeString|Base64\.getDecoder\(\)\.decode|Buffer\.from|SecretStr|Secret::new|SecretString::new|SecretString::from|String::from|Zeroizing::new|Some|new[ \t]+String|str|Encoding\.UTF8\.GetBytes|DatatypeConverter\.parseHexBinary|Hex\.decodeHex|hex!|hex_literal::hex!|unhexlify|binascii\.unhexlify|a2b_hex|Hex\.decode|Convert\.FromHexString|Convert\.FromBase64String|atob|base64\.urlsafe_b64decode|base64\.standard_b64decode|base64\.decodebytes|Base64\.decode64|Base64\.strict_decode64|base64_decode|hex2bin)[ \t]*\([ \t]*)?(?:b|r|br|rb|u|f|@)?(?:"((?:[^"\\\n]|\\.){8,300})"|'([^'\\\n]{8,300})')"#,
+            &[2, 3],
+            Some(typed_api_key_valid),
+        )
+        .needs(&["key", "secret", "token", "cred", "salt", "pepper"]),
+        // `os.environ.get("X") or "v"`, `getenv("X") ?: "v"`, `ENV.fetch("X") { "v" }`.
+        secret(
+            "env_default",
+            r#"(?:getenv|environ\.get|env\.get|ENV\.fetch|env|Getenv|GetEnvironmentVariable)\(\s*["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s*\)\s*(?:\bor\b|\|\||\?\?|\?:|\{)\s*(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            &[2, 3],
+            Some(env_default_valid),
+        )
+        .needs(&["env"]),
+        // Builder and setter methods named for a secret: `.apiKey("...")`, `.withToken("...")`.
+        secret(
+            "api_key_assignment",
+            r#"\.((?i:(?:set|with)?_?(?:api_?key|token|secret(?:_?key)?|access_?key|client_?secret|auth_?token|bearer_?auth|bearer_?token|private_?key|signing_?key|access_?token)))\s*\(\s*["']([^"'\n]{8,300})["']\s*\)"#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["key", "token", "secret", "auth"]),
+        // Getters that return a literal: `def api_key(): return "..."`, `get password() { return "..."; }`.
+        secret(
+            "api_key_assignment",
+            r#"(?:\bdef|\bfun|\bfunc|\bfn|\bget|\bfunction|public|private|static)\s+((?i:[A-Za-z0-9_]*(?:password|passwd|secret|token|api_?key|apikey|credentials?)[A-Za-z0-9_]*))\s*\([^)\n]{0,80}\)[^{:=\n]{0,40}(?::|\{|=)\s*(?:\r?\n\s*)?(?:return\s+)?(?:"([^"\n]{6,300})"|'([^'\n]{6,300})')"#,
+            &[2, 3],
+            Some(define_valid),
+        )
+        .needs(&["pass", "secret", "token", "key", "cred"]),
+        // Kotlin `val apiKey by lazy { "..." }`; Clojure/EDN `:password "..."`.
+        secret(
+            "api_key_assignment",
+            r#"\b((?i:[A-Za-z0-9_]*(?:password|passwd|secret|token|api_?key|apikey|credentials?)[A-Za-z0-9_]*))\s*(?::\s*[A-Za-z_][A-Za-z0-9_<>?]*\s*)?by\s+lazy\s*\{\s*"([^"\n]{6,300})""#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["lazy"]),
+        secret(
+            "api_key_assignment",
+            r#"(?:^|[\s{(\[]):((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api-?key|apikey|credentials?|auth)[A-Za-z0-9_.-]*))\s+"([^"\n]{3,300})""#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&[":"]),
+        // A random literal under a plain `key` name or a vendor's name: `KEY = "<32 hex>"`, `encKey: "<base64>"`,
+        // `STRIPE = "..."`. Only long values with several character classes (or long hex) count.
+        secret(
+            "api_key_assignment",
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*?(?:key|stripe|twilio|sendgrid|mailgun|openai|anthropic|datadog|sentry|algolia|pusher|mapbox|firebase|supabase|auth0|okta|cloudflare|shopify|paypal|braintree|plaid|segment|mixpanel|hubspot|zendesk|intercom|dropbox|airtable|notion)[A-Za-z0-9_.-]*))["']?\]?[ \t]*(?::[ \t]*[A-Za-z_&][A-Za-z0-9_<>\[\]:.?' ]{0,30}[ \t]*=|=|:=|:|=>)[ \t]*(?:[A-Za-z_.]*\([ \t]*)?(?:b|r|@)?(?:"([A-Za-z0-9+/=_-]{24,300})"|'([A-Za-z0-9+/=_-]{24,300})')"#,
+            &[2, 3],
+            Some(random_under_name_valid),
+        )
+        .needs(&["key", "stripe", "twilio", "sendgrid", "mailgun", "openai", "anthropic", "datadog", "sentry", "algolia", "pusher", "mapbox", "firebase", "supabase", "auth0", "okta", "cloudflare", "shopify", "paypal", "braintree", "plaid", "segment", "mixpanel", "hubspot", "zendesk", "intercom", "dropbox", "airtable", "notion"]),
+        // Keys as byte lists: `key = [0x4f, 0x2a, ...]`, `byteArrayOf(0x4f, ...)`, `new byte[] { 0x4f, ... }`.
+        secret(
+            "byte_array_key",
+            r"(?:(?i:[A-Za-z0-9_]*(?:secret|token|password|passwd|pwd|salt)[A-Za-z0-9_]*)|(?:[A-Za-z0-9]*_)?(?:key|KEY|Key|iv|IV|seed|SEED|Seed)(?:_?[0-9]{0,3}))\b[^\n=]{0,40}(?:=|:=|:)[^\n]{0,60}?((?:(?:\(byte\)[ \t]*)?0x[0-9a-fA-F]{2}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){7,}(?:\(byte\)[ \t]*)?0x[0-9a-fA-F]{2}|(?:\d{1,3}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){15,}\d{1,3})",
+            &[1],
+            None,
+        )
+        .needs(&["0x", ","]),
+        // Signing and HMAC keys passed as literals.
+        secret(
+            "signing_key",
+            r#"(?i:\bhmac\.new|\bhmac\.digest|createHmac|Hmac(?:<[A-Za-z0-9]+>)?::new_from_slice|OpenSSL::HMAC\.(?:hexdigest|digest)|HMAC\.new|hash_hmac)\(\s*(?:["'](?:sha\d*|md5)["']\s*,\s*|[A-Za-z0-9_:.]*(?:sha|SHA|md5)[A-Za-z0-9_:.()]*\s*,\s*)?(?:b|r)?["']([^"'\n]{4,300})["']"#,
+            &[1],
+            Some(signing_key_valid),
+        )
+        .needs(&["hmac"]),
+        secret(
+            "signing_key",
+            r#"(?:\b(?i:jwt)(?:\.|::)(?:encode|decode|sign|verify)|\bjws\.sign|Jwts\.builder\(\)[^\n]{0,200}?\.signWith|JWT\.create\(\)[^\n]{0,200}?\.sign)\([^,()\n]{1,120}(?:\([^()\n]{0,60}\))?[^,()\n]{0,60},\s*(?:b|r)?["']([^"'\n]{4,300})["']"#,
+            &[1],
+            Some(signing_key_valid),
+        )
+        .needs(&["jwt", "jws"]),
+        secret(
+            "signing_key",
+            r#"(?:Algorithm\.HMAC(?:256|384|512)|SignedString\(\s*\[\]byte|new\s+SecretKeySpec|Keys\.hmacShaKeyFor|EncodingKey::from_secret|DecodingKey::from_secret|HS256\.new|JWTAuth\(|JwtSecret\(|SymmetricSecurityKey\(\s*Encoding\.UTF8\.GetBytes)\(?\s*(?:b|r)?"([^"\n]{4,300})""#,
+            &[1],
+            Some(signing_key_valid),
+        )
+        .needs(&["hmac", "signedstring", "secretkeyspec", "hmacshakeyfor", "from_secret", "hs256", "jwt", "symmetricsecuritykey"]),
+        secret(
+            "signing_key",
+            r#"(?:\bhmac\.New\(\s*[A-Za-z0-9_.]+\s*,\s*\[\]byte\(|\bhash_hmac\(\s*["'][^"'\n]+["']\s*,\s*[^,\n]{1,80},\s*|new\s+HMAC(?:SHA\d+|MD5)\(\s*(?:Encoding\.\w+\.GetBytes\()?|Hmac::<[A-Za-z0-9]+>::new_from_slice\(\s*|\bhmac\.new\(\s*key\s*=\s*|createHmac\(\s*["'][^"'\n]+["']\s*,\s*Buffer\.from\()\s*(?:b|r)?["']([^"'\n]{4,300})["']"#,
+            &[1],
+            Some(signing_key_valid),
+        )
+        .needs(&["hmac"]),
+        // Comparisons with a literal: `password == "x"`, `password.equals("x")`, `compare_digest(token, "x")`.
+        secret(
+            "password_assignment",
+            r#"(?i:\b[A-Za-z0-9_.]*(?:password|passwd|pwd|secret|token|api_?key)[A-Za-z0-9_]*\s*(?:===?|!==?|\.equals\(|\.equalsIgnoreCase\(|\.Equals\()\s*)(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            &[1, 2],
+            Some(compare_valid),
+        )
+        .needs(&["pass", "pwd", "secret", "token", "key"]),
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:strcmp|compare_digest|constant_time_compare|secure_compare|safe_str_cmp|ConstantTimeCompare|timingSafeEqual|Objects\.equals)\(\s*[A-Za-z0-9_.()\[\]"']*(?:password|passwd|pwd|secret|token|key)[A-Za-z0-9_.()\[\]"']*\s*,\s*(?:\[\]byte\(|Buffer\.from\(|b)?)(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')"#,
+            &[1, 2],
+            Some(compare_valid),
+        )
+        .needs(&["cmp", "compare", "equal"]),
+        // PowerShell: `ConvertTo-SecureString 'x' -AsPlainText`, `-String "x"`.
+        secret(
+            "password_assignment",
+            r#"(?i:ConvertTo-SecureString\s+(?:-String\s+)?)(?:"([^"\n]{1,200})"|'([^'\n]{1,200})')"#,
+            &[1, 2],
+            Some(compare_valid),
+        )
+        .needs(&["securestring"]),
+        // SQL: `SET PASSWORD FOR u = 'x'`, `CREATE LOGIN x WITH PASSWORD = 'x'`, `sp_addlogin 'u', 'x'`.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:set\s+password(?:\s+for\s+\S+)?\s*=\s*(?:password\s*\(\s*)?|with\s+password\s*=\s*|sp_addlogin\s+(?:@loginame\s*=\s*)?N?'[^'\n]+'\s*,\s*(?:@passwd\s*=\s*)?|sp_password\s+[^\n,]*,\s*))N?'((?:[^'\n]|''){1,200})'"#,
+            &[1],
+            Some(quoted_password_valid),
+        )
+        .needs(&["password", "sp_addlogin"]),
+        secret(
+            "password_assignment",
+            r#"(?i:\bidentified\s+(?:with\s+[A-Za-z0-9_]+\s+)?by\s+)(?:'((?:[^'\n]|''){1,200})'|"([^"\n]{1,200})"|([^\s;'"]{3,200}))"#,
+            &[1, 2, 3],
+            Some(identified_valid),
+        )
+        .needs(&["identified"]),
+        // C and C++: `#define API_KEY "..."`; Kotlin `"password" to "x"`; backtick literals.
+        secret(
+            "api_key_assignment",
+            r#"#define\s+((?i:[A-Za-z0-9_]*(?:password|passwd|pwd|pass|secret|token|api_?key|apikey|private_?key|access_?key|credentials?|auth)[A-Za-z0-9_]*))\s+(?:L|u8)?"([^"\n]{3,300})""#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["#define"]),
+        secret(
+            "password_assignment",
+            r#"["']((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?|auth)[A-Za-z0-9_.-]*))["']\s+to\s+(?:"([^"\n]{3,300})"|'([^'\n]{3,300})')"#,
+            &[2, 3],
+            Some(define_valid),
+        )
+        .needs(&[" to "]),
+        secret(
+            "password_assignment",
+            r#"(?:^|[^A-Za-z0-9_.-])((?i:[A-Za-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)[A-Za-z0-9_.-]*))["']?[ \t]*(?:=|:|:=)[ \t]*`([^`$\n]{3,300})`"#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["`"]),
         // Generic assignments last.
-        secret("password_assignment", &assignment(PASSWORD_KEY), &[3, 4, 5], Some(password_valid)),
-        secret("api_key_assignment", &assignment(API_KEY), &[3, 4, 5], Some(api_key_valid)),
+        secret("password_assignment", &assignment(PASSWORD_KEY), &[3, 4, 5], Some(password_valid))
+        .needs(&["pass", "pwd", "pw"]),
+        secret("api_key_assignment", &assignment(API_KEY), &[3, 4, 5], Some(api_key_valid))
+        .needs(&["key", "secret", "token", "auth", "cred", "signature", "salt", "dsn", "session", "cookie", "otp"]),
         // `("X-Api-Key", "...")`: a header or map entry as two quoted arguments.
-        secret("password_assignment", &quoted_pair(PASSWORD_KEY), &[3, 4], Some(password_valid)),
-        secret("api_key_assignment", &quoted_pair(API_KEY), &[3, 4], Some(api_key_valid)),
+        secret("password_assignment", &quoted_pair(PASSWORD_KEY), &[3, 4], Some(password_valid))
+        .needs(&["pass", "pwd", "pw"]),
+        secret("api_key_assignment", &quoted_pair(API_KEY), &[3, 4], Some(api_key_valid))
+        .needs(&["key", "secret", "token", "auth", "cred", "signature", "salt", "dsn", "session", "cookie", "otp"]),
+        // A base64 value that decodes to text holding a secret (Kubernetes Secret `data:`, `.dockerconfigjson`,
+        // an `auth` blob): the whole blob goes. Decoded text is redacted once more, never decoded again.
+        secret(
+            ENCODED_KIND,
+            r"(?:^|[^A-Za-z0-9+/=_-])([A-Za-z0-9+/]{16,}={0,2})(?:[^A-Za-z0-9+/=_-]|$)",
+            &[1],
+            Some(encoded_secret_valid),
+        ),
+        // A credential-looking token in a sentence or log line that names a secret ("log in as root with X",
+        // "shared their API key: X"), or on the line after a command that prints one.
+        secret(
+            "high_entropy_token",
+            r#"(?:^|[\s(\[{"'`:=,>«“„])([^\s"'`«»“”„()\[\]{}<>,]{7,199}[^\s"'`«»“”„()\[\]{}<>,.;:!?])"#,
+            &[1],
+            Some(prose_token_valid),
+        )
+        .needs(&["pass", "pw", "psk", "secret", "token", "key", "cred", "login", "log in", "logon", "auth", "unseal", "otp", "mfa", "2fa", "private", "kennwort", "schlüssel", "zugangsdaten", "mot de passe", "clé", "cle", "contrase", "clave", "senha", "chave", "wachtwoord", "sleutel"]),
     ]
 });
 
+/// The kind of a secret found only by decoding base64; decoded text is not decoded again.
+const ENCODED_KIND: &str = "encoded_secret";
+
 /// Replaces every secret in `text` with `[REDACTED:<kind>]`. Text without secrets comes back byte for byte.
 pub fn redact(text: &str) -> Redacted {
+    NESTED_BUDGET.with(|b| b.set(NESTED_MAX));
+    let mut kinds = Vec::new();
+    let joined = join_split_literals(text, &mut kinds);
+    let mut out = redact_rules(joined.as_deref().unwrap_or(text), true);
+    kinds.append(&mut out.kinds);
+    Redacted { text: out.text, kinds }
+}
+
+/// Every rule in order over `text`; `decode` false skips the rule that decodes base64.
+fn redact_rules(text: &str, decode: bool) -> Redacted {
     let mut current = text.to_string();
     let mut kinds = Vec::new();
+    let mut lower: Option<String> = None;
     for rule in RULES.iter() {
+        if !decode && rule.kind == ENCODED_KIND {
+            continue;
+        }
+        if let Some(needles) = rule.needs {
+            // The lower-cased text is computed once and again only after a rule changed the text.
+            let lower = lower.get_or_insert_with(|| current.to_ascii_lowercase());
+            if !needles.iter().any(|n| lower.contains(n)) {
+                continue;
+            }
+        }
         if let Some(next) = apply(rule, &current, &mut kinds) {
             current = next;
+            lower = None;
         }
     }
     Redacted { text: current, kinds }
 }
 
+/// A key split across string literals: `"sk_live_" + "51Hx..."`, Python's implicit `("ghp_ab" "cd...")`,
+/// PHP's `.`, Lua's `..`, SQL's `||`. When the literals joined (with the code before them on the line) hold a
+/// secret the parts do not, the whole concatenation becomes one literal with the secret redacted.
+fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
+    static CONCAT: LazyLock<Regex> = LazyLock::new(|| {
+        // LIT (sep LIT)+ | [LIT, LIT].join("") | "".join([LIT, LIT]) | String.join("", LIT, LIT) |
+        // String.Concat(LIT, LIT) | strings.Join([]string{LIT, LIT}, "") | LIT.concat(LIT)
+        let lit = r#"(?:"[^"\\\n]+"|'[^'\\\n]+')"#;
+        let list = format!(r"{lit}(?:\s*,\s*{lit})+\s*,?\s*");
+        Regex::new(&format!(
+            r#"{lit}(?:[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?|\|\||<>|&)?[ \t]*(?:\r?\n[ \t]*)?{lit})+|\[\s*{list}\]\s*\.join\(\s*(?:""|'')?\s*\)|(?:""|'')\s*\.join\(\s*[\[(]\s*{list}[\])]\s*\)|(?i:string)\.(?:join\(\s*(?:""|'')\s*,|concat\()\s*{list}\)|strings\.Join\(\s*\[\]string\{{\s*{list}\}}\s*,\s*""\s*\)|{lit}(?:\.concat\(\s*{list}\)|\.concat\(\s*{lit}\s*\))+"#
+        ))
+        .expect("concatenation")
+    });
+    static PART: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#""([^"\\\n]{1,200})"|'([^'\\\n]{1,200})'"#).expect("literal"));
+    let mut out = String::new();
+    let mut last = 0;
+    // Each check redacts a line twice: at most this many concatenations are checked per text.
+    let mut budget = 16;
+    for m in CONCAT.find_iter(text) {
+        // Empty literals (the "" of "".join) join nothing: drop them before reading the parts.
+        let body = m.as_str().replace("\"\"", "").replace("''", "");
+        let parts: Vec<&str> =
+            PART.captures_iter(&body).filter_map(|c| c.get(1).or_else(|| c.get(2)).map(|g| g.as_str())).collect();
+        // Long runs (a PEM body as 30 literals) and long literals are joined only up to a bound.
+        if parts.len() < 2 || parts.len() > 64 || m.len() > 8192 || parts.iter().map(|p| p.len()).sum::<usize>() < 8 {
+            continue;
+        }
+        if budget == 0 {
+            break;
+        }
+        budget -= 1;
+        let first_quote = m.as_str().find(['"', '\'']).unwrap_or(0);
+        let quote = &m.as_str()[first_quote..first_quote + 1];
+        let joined = format!("{quote}{}{quote}", parts.concat());
+        let prefix = &text[line_start(text, m.start(), 120)..m.start()];
+        let after = redact_rules(&format!("{prefix}{joined}"), false);
+        if after.kinds.is_empty() {
+            continue;
+        }
+        let before = redact_rules(&format!("{prefix}{}", m.as_str()), false);
+        let hidden = |t: &str| parts.iter().filter(|p| !t.contains(*p)).count();
+        if hidden(&after.text) <= hidden(&before.text) {
+            continue;
+        }
+        let Some(tail) = after.text.strip_prefix(prefix) else { continue };
+        out.push_str(&text[last..m.start()]);
+        out.push_str(tail);
+        last = m.end();
+        // The prefix's own secrets are found again when the whole text is redacted: count the joined ones only.
+        let in_prefix = if prefix.is_empty() { 0 } else { redact_rules(prefix, false).kinds.len() };
+        kinds.extend(after.kinds.iter().skip(in_prefix).copied());
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
+
 /// One rule over the text; `None` when it replaced nothing.
 fn apply(rule: &SecretRule, text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
     let placeholders: Vec<Range<usize>> = PLACEHOLDER.find_iter(text).map(|m| m.range()).collect();
+    // Matches come in order: the placeholders that end before a match never matter again.
+    let mut next_placeholder = 0;
     let mut out = String::new();
     let mut last = 0;
     for caps in rule.re.captures_iter(text) {
         let Some(m) = rule.groups.iter().find_map(|&g| caps.get(g)) else { continue };
-        if m.start() < last || m.is_empty() || placeholders.iter().any(|p| p.start < m.end() && m.start() < p.end) {
+        while next_placeholder < placeholders.len() && placeholders[next_placeholder].end <= m.start() {
+            next_placeholder += 1;
+        }
+        let overlaps = placeholders.get(next_placeholder).is_some_and(|p| p.start < m.end());
+        if m.start() < last || m.is_empty() || overlaps {
             continue;
         }
         if is_mask(m.as_str()) || documented_example(m.as_str()) || rule.valid.is_some_and(|valid| !valid(&caps, text))
@@ -289,18 +1064,32 @@ fn is_mask(v: &str) -> bool {
         || v.contains('•')
 }
 
-/// Credentials published in vendor documentation as examples: AWS's `...EXAMPLE` keys, the jwt.io sample,
-/// Stripe's docs keys, the Azure storage emulator's well-known account key, GitHub's and Slack's docs tokens.
+/// Credentials published in vendor documentation as examples, exactly: AWS's access keys and secrets of the IAM
+/// and CLI guides, the jwt.io sample signature, Stripe's docs keys, the Azure storage emulator's well-known
+/// account key, GitHub's and Slack's docs tokens. A value merely containing "example" is not one of them.
 fn documented_example(v: &str) -> bool {
     const KNOWN: &[&str] = &[
+        "AKIAIOSFODNN7EXAMPLE",
+        "AKIAI44QH8DHBEXAMPLE",
+        "ASIAIOSFODNN7EXAMPLE",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
         "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        // jwt.io's sample payload ({"sub":"1234567890","name":"John Doe","iat":1516239022}), whatever the signature.
+        "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ",
         "4eC39HqLyjWDarjtT1zdp7dc",
         "TYooMQauvdEDq54NiTphI7jx",
         "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
         "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "AIDACKCEVSQ6C2EXAMPLE",
+        "AROADBQP57FF2AEXAMPLE",
+        "AGPACKCEVSQ6C2EXAMPLE",
+        "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
+        "pk_test_6pRNASCoBOKtIshFeQd4XMUh",
+        "key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
         "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
     ];
-    v.to_ascii_lowercase().contains("example") || KNOWN.iter().any(|k| v.contains(k))
+    KNOWN.iter().any(|k| v.contains(k))
 }
 
 fn group<'t>(caps: &Captures<'t>, groups: &[usize]) -> &'t str {
@@ -311,16 +1100,11 @@ fn service_account_context(_caps: &Captures, text: &str) -> bool {
     text.contains("service_account") || text.contains("\"private_key_id\"") || text.contains("gserviceaccount.com")
 }
 
-/// Documented example credentials (AWS's `...EXAMPLE`, `...EXAMPLEKEY`) are not secrets.
-fn not_example(caps: &Captures, _text: &str) -> bool {
-    let v = group(caps, &[1, 0]);
-    !v.to_ascii_uppercase().contains("EXAMPLE")
-}
-
 fn aws_secret_valid(caps: &Captures, text: &str) -> bool {
     let v = group(caps, &[1]);
     let classes = [v.bytes().any(|b| b.is_ascii_uppercase()), v.bytes().any(|b| b.is_ascii_lowercase())];
-    not_example(caps, text) && classes.iter().all(|&c| c) && v.bytes().any(|b| b.is_ascii_digit())
+    let _ = text;
+    classes.iter().all(|&c| c) && v.bytes().any(|b| b.is_ascii_digit())
 }
 
 fn encoded_private_key(caps: &Captures, _text: &str) -> bool {
@@ -340,9 +1124,13 @@ fn basic_valid(caps: &Captures, _text: &str) -> bool {
     decoded.is_some_and(|d| d.split_once(':').is_some_and(|(_, p)| !p.is_empty() && !is_placeholder(p)))
 }
 
-fn twilio_context(_caps: &Captures, text: &str) -> bool {
+/// Twilio named, or an account SID, within 2 kB of the token (a bounded look, whatever the text's size).
+fn twilio_context(caps: &Captures, text: &str) -> bool {
     static SID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)twilio|\bAC[0-9a-f]{32}\b").expect("sid"));
-    SID.is_match(text)
+    let Some(m) = caps.get(1) else { return false };
+    let from = floor_char(text, m.start().saturating_sub(2048));
+    let to = ceil_char(text, (m.end() + 2048).min(text.len()));
+    SID.is_match(&text[from..to])
 }
 
 fn npm_auth_valid(caps: &Captures, _text: &str) -> bool {
@@ -361,7 +1149,7 @@ fn url_password_valid(caps: &Captures, _text: &str) -> bool {
 
 fn quoted_password_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
-    !is_placeholder(v) && !v.contains(char::is_whitespace)
+    !is_placeholder(v) && (!v.contains(char::is_whitespace) || passphrase_like(v))
 }
 
 fn xml_password_valid(caps: &Captures, _text: &str) -> bool {
@@ -374,20 +1162,783 @@ fn xml_api_key_valid(caps: &Captures, _text: &str) -> bool {
     !NON_SECRET_KEY.is_match(group(caps, &[1])) && !is_placeholder(v) && looks_random(v)
 }
 
-/// A password named in prose must look like one: a digit or a symbol, not a plain word.
+/// A password named in prose must look like one: quoted, or with a digit, a symbol or inner capitals; not a
+/// plain word, a path, a URL or a reference.
 fn prose_password_valid(caps: &Captures, _text: &str) -> bool {
-    let v = group(caps, &[1]);
-    !is_placeholder(v) && !is_code_reference(v) && v.chars().any(|c| !c.is_ascii_alphabetic()) && !is_slug(v)
+    let quoted = caps.len() > 7 && (1..=6).any(|g| caps.get(g).is_some());
+    let v = group(caps, &[1, 2, 3, 4, 5, 6, 7]);
+    let v = v.trim_end_matches(['.', ',', ';', ':', ')']);
+    if v.chars().count() < 4
+        || is_placeholder(v)
+        || is_code_reference(v)
+        || (is_slug(v) && !v.chars().any(|c| c.is_ascii_digit()))
+        || v.contains("://")
+        || is_path(v)
+        || env_var_name(v)
+    {
+        return false;
+    }
+    if v.contains(char::is_whitespace) {
+        return quoted && passphrase_like(v);
+    }
+    if COMMON_WORD.is_match(v) {
+        return false;
+    }
+    let inner_upper = v.chars().skip(1).any(|c| c.is_uppercase());
+    let code_name = camel_identifier(v) && inner_upper && !v.chars().any(|c| c.is_ascii_digit());
+    !code_name && (quoted || v.chars().any(|c| !c.is_alphabetic()) || inner_upper)
+}
+
+/// Words a prose sentence puts after "the password is" that are not the password.
+static COMMON_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:required|optional|incorrect|invalid|wrong|expired|hidden|masked|empty|blank|missing|changed|reset|updated|stored|encrypted|hashed|protected|secret|secure|strong|weak|correct|same|different|unknown|forgotten|rotated|revoked|set|sent|shared|saved|there|here|below|above|attached|inside|managed|generated|random|long|short|too|not|now|also|still|the|that|this|your|my|our|their|its|in|on|at|for|from|with|without|under|over|and|or|but|if|when|then|must|should|will|can|cannot|never|always|only|just|what|which|who|how|where|why|same|unchanged|fine|good|bad|ok|okay|correct|valid|accepted|rejected|enabled|disabled|immutable|mandatory|leaked|compromised|exposed|known|documented|printed|logged|case-sensitive|literally|simply|probably|still|again|already|being|been|be|is|was|are|were|has|have|had|does|do|did|used|using|uses|use|de|la|le|les|el|los|das|der|die|ist|est|es|um|una|un|une|ein|eine|e|o|a)$")
+        .expect("common words")
+});
+
+/// A passphrase in quotes: 2 to 8 words, 8 to 100 characters, not a sentence about passwords.
+fn passphrase_like(v: &str) -> bool {
+    static MESSAGE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:must|should|invalid|incorrect|required|enter|please|your|at\s+least|characters?|field|cannot|can't|not|too|match|confirm|expired|wrong|missing|forgot|minimum|maximum|contain|valid|empty|length|is|are|was|were|be|been|the\s+password|password\s+for|%s|%d|\{\})\b")
+            .expect("message words")
+    });
+    let words = v.split_whitespace().count();
+    let n = v.chars().count();
+    (2..=8).contains(&words)
+        && (8..=100).contains(&n)
+        && !v.contains(['(', ')', '[', ']', '{', '}', '"', '=', ';', '<', '>', '$'])
+        && v.split_whitespace().all(|w| w.chars().count() <= 24)
+        && !MESSAGE.is_match(v)
+        && !is_placeholder(v)
+        && !v.ends_with(['.', '?', ':'])
 }
 
 fn cli_password_valid(caps: &Captures, _text: &str) -> bool {
-    let v = group(caps, &[1]);
+    let v = group(caps, &[1, 2, 3]);
     !is_placeholder(v) && !is_code_reference(v) && v.len() >= 4
+}
+
+/// The value sits under an `encrypted`/`encryptedData`/`secure:` key: ciphertext, not a secret (SealedSecrets,
+/// Renovate's encrypted host rules, Pulumi's secure config).
+fn encrypted_context(text: &str, at: usize) -> bool {
+    static ENC: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)encrypted|\bsecure:|sealedsecret|ansible_vault|\$ANSIBLE_VAULT").expect("encrypted")
+    });
+    let from = floor_char(text, at.saturating_sub(300));
+    ENC.is_match(&text[from..at.min(text.len())])
+}
+
+/// A path with word segments: `/run/secrets/db`, `db-password:/etc/credstore/x`; base64 keys have capitals.
+fn path_like(v: &str) -> bool {
+    static SEG: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^[a-z0-9._:-]*[a-z]{2}[a-z0-9._:-]*$").expect("segment"));
+    let segs: Vec<&str> = v.split('/').collect();
+    is_path(v)
+        || (segs.len() >= 3
+            && segs.iter().filter(|s| !s.is_empty()).all(|s| SEG.is_match(s))
+            && !v.contains(['+', '=']))
+}
+
+/// A name, not a value: a slug or identifier holding a secret word (`confirm-password`, `user_password`,
+/// `new-password`, `auth_token`), or an object id (`tok_visa`, `pm_card_visa`, `cus_9s6XKzkNRiz8i3`).
+fn names_not_values(v: &str) -> bool {
+    static OBJECT_ID: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:tok|pm|pi|cus|ch|evt|in|ii|price|prod|acct|sub|si|seti|src|card|ba|txn|re|po|cs|req|py|ipi|btok|file|link|plink|promo|coupon|dp|du|ic|il|inv|ord|usr|user|org|msg|run|job)_[A-Za-z0-9_]{3,}$")
+            .expect("object id")
+    });
+    let lower = v.to_ascii_lowercase();
+    let pieces = v.contains(['-', '_', '.']) || v.chars().skip(1).any(|c| c.is_ascii_uppercase());
+    let wordy =
+        pieces && (is_slug(v) || (v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && camel_identifier(v)));
+    let secret_word = ["password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "credential"]
+        .iter()
+        .any(|w| lower.contains(w));
+    (wordy && secret_word && !v.chars().any(|c| c.is_ascii_digit())) || OBJECT_ID.is_match(v)
+}
+
+/// An environment variable's name as a value: `passwordVariable: 'NEXUS_PASSWORD'`.
+fn env_var_name(v: &str) -> bool {
+    static NAME: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY|CREDENTIALS?|AUTH)(?:_[A-Z0-9]+)*$|^(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY)(?:_[A-Z0-9]+)*$")
+            .expect("env var name")
+    });
+    NAME.is_match(v)
+}
+
+/// A password key that names where the password is, not the password: `DB_PASSWORD_SECRET`, `passwordKey`,
+/// `userPasswordKey`, `passwordVariable`, `POSTGRES_PASSWORD_FILE`.
+fn names_a_reference(key: &str) -> bool {
+    static REF: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:password|passwd|pass|pwd)[_.-]?(?:secret|secret_?name|ref|key|keys|variable|var|file|path|env|command|cmd|helper|process|store|id|name|arn|uri|location|source|provider|length|policy|mode|type|selector|item|field|entry)s?$|(?:secret|token)[_.-]?(?:secret_?name|ref|variable|var|file|path|env|command|cmd|helper|process|store|name|arn|uri|location|source|provider|selector|item|field|entry)s?$")
+            .expect("reference keys")
+    });
+    REF.is_match(key)
+}
+
+fn quoted_prose_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2, 3, 4, 5, 6]);
+    if is_placeholder(v) || env_var_name(v) || is_code_reference(v) || is_path(v) || v.contains("://") {
+        return false;
+    }
+    if v.contains(char::is_whitespace) {
+        return passphrase_like(v) && !v.split_whitespace().any(|w| FUNCTION_WORD.is_match(w));
+    }
+    password_like(v)
+}
+
+/// Plainly a password: letters, a digit, and a capital or a symbol; not an identifier or a version.
+fn strong_password_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    let upper = v.chars().any(|c| c.is_ascii_uppercase());
+    let lower = v.chars().any(|c| c.is_ascii_lowercase());
+    let digit = v.chars().any(|c| c.is_ascii_digit());
+    let symbol = v.chars().any(|c| !c.is_ascii_alphanumeric());
+    password_like(v) && lower && digit && (upper || symbol) && !camel_identifier(v) && !is_slug(v)
+}
+
+fn bare_passphrase_valid(caps: &Captures, text: &str) -> bool {
+    static WIFI: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)wi-?fi|wlan|ssid|network|netz|réseau|guest|wpa|router").expect("wifi"));
+    let v = group(caps, &[2]);
+    if group(caps, &[1]).eq_ignore_ascii_case("key") {
+        let Some(m) = caps.get(0) else { return false };
+        let window = line_window(text, m.start(), m.end());
+        if !WIFI.is_match(window) || window.contains(['=', '(', ';', '{']) {
+            return false;
+        }
+    }
+    let words: Vec<&str> = v.split_whitespace().collect();
+    words.len() >= 3
+        && !words.iter().any(|w| COMMON_WORD.is_match(w) || FUNCTION_WORD.is_match(w))
+        && passphrase_like(v)
+}
+
+/// Short English words that do not occur in a generated passphrase's word list.
+static FUNCTION_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:the|a|an|and|or|but|not|no|yes|is|are|was|were|be|been|being|to|of|in|on|at|by|for|with|from|as|it|its|this|that|these|those|you|your|we|our|they|their|he|she|his|her|i|me|my|can|could|will|would|should|must|may|might|do|does|did|have|has|had|so|if|then|than|when|while|where|which|who|what|how|why|all|any|some|each|every|also|just|only|very|too|more|most|less|same|other|such|own|into|onto|over|under|about|after|before|again|once|here|there|now|used|uses|using|use|set|get|via|per|see|new|old|ask|keep|kept|put|sent|send|stored|store|shared|share|saved|save|read|write|found|find|given|give|make|made|need|needs|needed|change|changed|rotate|rotated|reset|same|field|value|length|characters|long|short|strong|weak|required|optional|secret|secure|hidden|masked|empty|blank|vault|manager|file|env|environment|config|configured|variable|policy|minimum|maximum|least|never|always|expired|expires|every|days|hours|month|week|year)$")
+        .expect("function words")
+});
+
+fn line_passphrase_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2]);
+    v.contains(char::is_whitespace)
+        && !NON_SECRET_KEY.is_match(key)
+        && !names_a_reference(key)
+        && !not_a_password_key(key)
+        && passphrase_like(v)
+        && !v.split_whitespace().any(|w| FUNCTION_WORD.is_match(w) && w.len() <= 3)
+}
+
+fn openssl_password_valid(caps: &Captures, text: &str) -> bool {
+    let v = group(caps, &[1]).to_ascii_lowercase();
+    !["file:", "env:", "fd:", "stdin"].iter().any(|p| v.starts_with(p)) && cli_password_valid(caps, text)
+}
+
+fn vault_context(caps: &Captures, text: &str) -> bool {
+    let Some(m) = caps.get(1) else { return false };
+    let from = floor_char(text, m.start().saturating_sub(300));
+    text[from..m.start()].to_ascii_lowercase().contains("vault") && looks_random(m.as_str())
+}
+
+fn identified_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2, 3]);
+    !v.eq_ignore_ascii_case("values") && !v.eq_ignore_ascii_case("password") && !is_placeholder(v) && v.len() >= 3
+}
+
+fn jaas_context(caps: &Captures, text: &str) -> bool {
+    text.contains("LoginModule") && cli_password_valid(caps, text)
+}
+
+/// A key passed as a command's positional argument: it must look random.
+fn positional_key_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    !is_placeholder(v) && !v.contains("://") && looks_random(v)
+}
+
+fn literal_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[2]);
+    !is_placeholder(v) && !is_path(v) && v.len() >= 4
+}
+
+/// pgbouncer's userlist: a plain password (md5 and SCRAM hashes are not passwords).
+fn userlist_valid(caps: &Captures, text: &str) -> bool {
+    let v = group(caps, &[1]);
+    !v.starts_with("md5") && !v.starts_with("SCRAM-") && cli_password_valid(caps, text)
+}
+
+fn cookie_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    !is_placeholder(v) && (looks_random(v) || entropy(v) >= 3.5)
+}
+
+/// Names an account could have in a "user / password" pair.
+fn pair_context(line: &str) -> bool {
+    static WORDS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:password|passwd|pass|pw|pwd|login|log\s+in|logon|sign\s+in|creds?|credentials?|account|accounts|user|username|superuser|admin|root|access|auth|basic-auth|bootstrap|zugang|anmeldung|identifiants|compte|usuario|usuário|conta|konto)\b")
+            .expect("pair context")
+    });
+    WORDS.is_match(line)
+}
+
+/// The line holding `at` and up to three lines before it (at most 400 bytes before `at`).
+fn line_window(text: &str, at: usize, end: usize) -> &str {
+    let floor = floor_char(text, at.saturating_sub(400));
+    let mut start = line_start(text, at, 400);
+    for _ in 0..3 {
+        if start <= floor {
+            break;
+        }
+        start = line_start(text, start - 1, start - 1 - floor);
+    }
+    let stop = text[end..].find('\n').map_or(text.len(), |i| end + i).min(end + 200);
+    &text[start..ceil_char(text, stop)]
+}
+
+fn password_like(v: &str) -> bool {
+    let n = v.chars().count();
+    let digit = v.chars().any(|c| c.is_ascii_digit());
+    let alpha = v.chars().any(|c| c.is_alphabetic());
+    let symbol = v.chars().any(|c| !c.is_alphanumeric());
+    let identifier = v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !digit;
+    n >= 6
+        && alpha
+        && !identifier
+        && (digit || (symbol && v.chars().any(|c| c.is_uppercase())))
+        && !v.contains("://")
+        && !is_placeholder(v)
+        && !is_path(v)
+        && !looks_like_version_or_date(v)
+}
+
+fn looks_like_version_or_date(v: &str) -> bool {
+    static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:v?\d+(?:\.\d+)+(?:-[\w.]+)?|\d{4}-\d{2}-\d{2}(?:t[\d:.]+z?)?|\d{1,2}:\d{2}(?::\d{2})?|[a-z]+-\d{1,6}|\d+(?:ms|s|m|h|d|kb|mb|gb|tb|%)|https?:.*|[\w.-]+@[\w-]+\.[\w.-]+|(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/\d+)?)$")
+            .expect("version or date")
+    });
+    SHAPE.is_match(v)
+}
+
+fn pair_valid(caps: &Captures, text: &str) -> bool {
+    let (Some(user), Some(pw)) = (caps.get(1), caps.get(2)) else { return false };
+    let v = pw.as_str().trim_end_matches(['.', ',', ';', ')']);
+    let u = user.as_str();
+    if u.chars().all(|c| c.is_ascii_digit()) || u.contains("://") || !password_like(v) {
+        return false;
+    }
+    let before = &text[line_start(text, user.start(), 300)..user.start()];
+    let after = &text[pw.end()..];
+    let after = &after[..after.find('\n').unwrap_or(after.len()).min(300)];
+    let code = |s: &str| s.contains(['=', ';', '{', '}']) || s.contains("//") && !s.contains("://");
+    if code(before) || code(after) {
+        return false;
+    }
+    pair_context(line_window(text, user.start(), pw.end())) || u.contains('@')
+}
+
+fn pair_valid_single(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]).trim_end_matches(['.', ',', ';', ')']);
+    password_like(v)
+}
+
+/// Base64 that decodes to printable text in which the rules find a secret.
+fn encoded_secret_valid(caps: &Captures, _text: &str) -> bool {
+    use base64::Engine;
+    let blob = group(caps, &[1]);
+    if blob.len() > 16 * 1024 {
+        return false;
+    }
+    let body = blob.trim_end_matches('=');
+    let Ok(bytes) = super::screen::B64_STANDARD.decode(body) else { return false };
+    let Ok(decoded) = String::from_utf8(bytes) else { return false };
+    const HINTS: &[&str] = &[
+        "pass",
+        "secret",
+        "token",
+        "key",
+        "auth",
+        "cred",
+        "akia",
+        "asia",
+        "gh",
+        "gl",
+        "sk",
+        "xox",
+        "-----begin",
+        "://",
+    ];
+    let lower = decoded.to_ascii_lowercase();
+    if !HINTS.iter().any(|h| lower.contains(h)) || !take_nested_budget() {
+        return false;
+    }
+    if decoded.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+        return false;
+    }
+    !redact_rules(&decoded, false).kinds.is_empty()
+}
+
+/// Mostly words between separators: `meta-llama/Llama-3.1-8B`, `ORG_GRADLE_PROJECT_signingPassword`,
+/// `aws-actions/configure-aws-credentials@v4`, `node-cache-Linux-x64-npm-<hash>`.
+fn wordy_segments(v: &str) -> bool {
+    let segments: Vec<&str> = v.split(['-', '_', '.', '/', ':', '@']).filter(|s| !s.is_empty()).collect();
+    let words = segments
+        .iter()
+        .filter(|s| {
+            s.len() >= 2
+                && s.chars().all(|c| c.is_ascii_alphabetic())
+                && (s.chars().skip(1).filter(|c| c.is_ascii_uppercase()).count() <= 1
+                    || s.chars().all(|c| c.is_ascii_uppercase()))
+        })
+        .count();
+    segments.len() >= 3 && words >= 2 && words * 2 >= segments.len()
+}
+
+thread_local! {
+    /// How many more decoded blobs the current `redact` call may redact (bounds adversarial inputs).
+    static NESTED_BUDGET: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Decoded blobs redacted per `redact` call, at most.
+const NESTED_MAX: u32 = 64;
+
+fn take_nested_budget() -> bool {
+    NESTED_BUDGET.with(|b| {
+        let left = b.get();
+        b.set(left.saturating_sub(1));
+        left > 0
+    })
+}
+
+/// A token that looks like a credential in a line (or after a line) that names a secret.
+fn prose_token_valid(caps: &Captures, text: &str) -> bool {
+    static SECRET_WORD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:(?:^|[^A-Za-z])(?:password|passwd|secret|token|apikey|api_key|credentials?)(?:[^A-Za-z]|$)|\b(?:password|passwd|passwords|pass|pw|pwd|passphrase|passcode|psk|secret|secrets|token|tokens|api[\s_-]?key|apikey|key|keys|creds?|credentials?|login|log\s+in|logon|auth|unseal|otp|mfa|2fa|private\s+key|passwort|kennwort|schlüssel|zugangsdaten|mot\s+de\s+passe|clé|cle|contraseña|clave|senha|chave|wachtwoord|sleutel)\b)")
+            .expect("secret words")
+    });
+    static NOT_SECRET_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace[\s_-]?id|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2)\b")
+            .expect("non-secret context")
+    });
+    let Some(m) = caps.get(1) else { return false };
+    let v = m.as_str();
+    if v.contains("[REDACTED") || !credential_shaped(v) || encrypted_context(text, m.start()) {
+        return false;
+    }
+    let lead = &text[floor_char(text, m.start().saturating_sub(4))..m.start()];
+    if lead.eq_ignore_ascii_case("enc(") || lead.eq_ignore_ascii_case("enc[") {
+        return false;
+    }
+    static STRONG_WORD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:^|[^A-Za-z])(?:password|passwd|passphrase|secret|token|api[\s_-]?key|apikey|credentials?|creds|pwd|psk)(?:[^A-Za-z]|$)")
+            .expect("strong secret words")
+    });
+    let window = PLACEHOLDER.replace_all(line_window(text, m.start(), m.end()), "");
+    if NOT_SECRET_CONTEXT.is_match(&window) {
+        return false;
+    }
+    // In code, `key`, `auth`, `login` and `private` are everywhere: a code line needs a stronger word.
+    let line_from = line_start(text, m.start(), 400);
+    let line_to = text[m.end()..].find('\n').map_or(text.len(), |i| m.end() + i).min(m.end() + 400);
+    let line = &text[line_from..ceil_char(text, line_to)];
+    static CALL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z0-9_]\(|[=;{]").expect("code line"));
+    let code = CALL.is_match(line) || line.trim_start().starts_with(['#', '/', '*', '@']);
+    if code {
+        STRONG_WORD.is_match(&window)
+    } else {
+        SECRET_WORD.is_match(&window)
+    }
+}
+
+/// Random-looking enough to be a credential on its own: length, character classes, entropy; not an
+/// identifier, a slug, a UUID, a path, a URL, an e-mail address, a version or a date.
+fn credential_shaped(v: &str) -> bool {
+    static UUID: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$").expect("uuid")
+    });
+    let n = v.chars().count();
+    if n < 8
+        || !v.is_ascii()
+        || UUID.is_match(v)
+        || is_slug(v)
+        || identifier_like(v)
+        || camel_identifier(v)
+        || is_placeholder(v)
+        || names_not_values(v)
+    {
+        return false;
+    }
+    static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$")
+            .expect("not a token")
+    });
+    if v.contains("://")
+        || v.contains('@') && v.contains('.')
+        || NOT_TOKEN.is_match(v)
+        || wordy_segments(v)
+        || v.contains('=') && v.contains(['&', ';'])
+    {
+        return false;
+    }
+    // `name=value`, `name:value` with a code name: a setting, not a token.
+    if let Some(i) = v.find(['=', ':']) {
+        let name = &v[..i];
+        let snake = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+            && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && (name.chars().all(|c| !c.is_ascii_uppercase()) || name.chars().all(|c| !c.is_ascii_lowercase()));
+        if snake || camel_identifier(name) {
+            return false;
+        }
+    }
+    if looks_like_version_or_date(v) || v.split('/').count() > 2 || is_code_reference(v) {
+        return false;
+    }
+    // file names and dotted names: `config.yaml`, `com.acme.billing`
+    if v.split('.').count() >= 2
+        && v.split('.').all(|p| {
+            p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                && p.chars().filter(|c| c.is_ascii_digit()).count() <= 1
+        })
+    {
+        return false;
+    }
+    let lower = v.chars().any(|c| c.is_ascii_lowercase());
+    let upper = v.chars().any(|c| c.is_ascii_uppercase());
+    let digit = v.chars().any(|c| c.is_ascii_digit());
+    let symbol = v.chars().any(|c| !c.is_ascii_alphanumeric());
+    let classes = [lower, upper, digit, symbol].iter().filter(|&&c| c).count();
+    let hex = v.chars().all(|c| c.is_ascii_hexdigit()) && digit && lower != upper;
+    (hex && n >= 32)
+        || (classes >= 3 && n >= 10 && entropy(v) >= 3.0)
+        || (classes >= 2 && n >= 20 && entropy(v) >= 3.8 && digit)
+}
+
+fn is_password_name(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["password", "passwd", "pwd", "pass"].iter().any(|w| k.contains(w)) && !not_a_password_key(&k)
+}
+
+/// A secret value, judged by its name: a password may be any non-placeholder; keys and tokens must look
+/// random (or be long phrases).
+fn value_for_name(key: &str, v: &str) -> bool {
+    if is_placeholder(v)
+        || is_code_reference(v)
+        || env_var_name(v)
+        || path_like(v)
+        || v.contains("://")
+        || names_not_values(v)
+    {
+        return false;
+    }
+    if NON_SECRET_KEY.is_match(key) || names_a_reference(key) {
+        return false;
+    }
+    if v.contains(char::is_whitespace) {
+        return passphrase_like(v);
+    }
+    if is_password_name(key) {
+        v.chars().count() >= 3
+    } else {
+        looks_random(v) || (v.len() >= 12 && !is_slug(v) && !identifier_like(v)) || strong_secret_phrase(key, v)
+    }
+}
+
+/// A long hand-made secret under a name that can only hold one: `JWT_SECRET = "my-super-secret-jwt-key-2024"`.
+fn strong_secret_phrase(key: &str, v: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    let strong = ["secret", "token", "api_key", "apikey", "private_key", "signing_key", "hmac_key", "password"]
+        .iter()
+        .any(|w| k.ends_with(w));
+    strong && v.len() >= 16 && v.chars().any(|c| c.is_ascii_digit()) && !v.contains(['/', ' ', '.'])
+}
+
+fn random_under_name_valid(caps: &Captures, text: &str) -> bool {
+    static NOT_A_KEY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)public|pub_|pubkey|publishable|cache|sort|primary|foreign|partition|idempot|dedup|row|object|bucket|s3|file|path|map|lookup|hash|checksum|digest|fingerprint|etag|nonce|index|idx|_id$|id$|ids$|name|prefix|hotkey|keyboard|keycode|keymap|monkey|turkey|hockey|jockey|whiskey")
+            .expect("non-secret key names")
+    });
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3]);
+    if NOT_A_KEY.is_match(key)
+        || NON_SECRET_KEY.is_match(key)
+        || encrypted_context(text, caps.get(1).map_or(0, |m| m.start()))
+    {
+        return false;
+    }
+    let hex = v.chars().all(|c| c.is_ascii_hexdigit());
+    let classes = [
+        v.chars().any(|c| c.is_ascii_lowercase()),
+        v.chars().any(|c| c.is_ascii_uppercase()),
+        v.chars().any(|c| c.is_ascii_digit()),
+    ]
+    .iter()
+    .filter(|&&c| c)
+    .count();
+    !is_placeholder(v) && !is_mask(v) && ((hex && v.len() >= 32) || (classes == 3 && entropy(v) >= 3.8))
+}
+
+fn env_default_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3, 4]);
+    !v.starts_with('?') && value_for_name(key, v)
+}
+
+fn typed_password_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3]);
+    !not_a_password_key(key) && value_for_name(key, v)
+}
+
+fn typed_api_key_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3]);
+    let lower = key.to_ascii_lowercase();
+    !lower.ends_with("tokens") && !lower.contains("author") && !identifier_like(v) && value_for_name(key, v)
+}
+
+fn define_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3]);
+    value_for_name(key, v)
+}
+
+fn signing_key_valid(caps: &Captures, _text: &str) -> bool {
+    static DIGEST: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:sha-?\d*|md5|sha3-\d+|blake2[bs]?\d*|ripemd\d*|hs\d{3}|rs\d{3}|es\d{3})$").expect("digest")
+    });
+    let v = group(caps, &[1]);
+    if DIGEST.is_match(v) {
+        return false;
+    }
+    !is_placeholder(v) && !env_var_name(v) && v.chars().count() >= 4 && !v.contains(char::is_whitespace)
+        || passphrase_like(v)
+}
+
+fn compare_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2]);
+    !is_placeholder(v)
+        && !env_var_name(v)
+        && !is_code_reference(v)
+        && v.chars().count() >= 3
+        && (!v.contains(char::is_whitespace) || passphrase_like(v))
+}
+
+/// Keys that end in "pass" without being passwords: `bypass`, `compass`, a compiler's `first_pass`.
+fn not_a_password_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    [
+        "bypass",
+        "compass",
+        "surpass",
+        "first_pass",
+        "second_pass",
+        "multipass",
+        "one_pass",
+        "single_pass",
+        "two_pass",
+        "proxy_pass",
+        "fastcgi_pass",
+        "uwsgi_pass",
+        "grpc_pass",
+        "scgi_pass",
+        "memcached_pass",
+        "askpass",
+    ]
+    .iter()
+    .any(|w| k.ends_with(w))
+}
+
+/// A file path, not a value: `/run/secrets/db_password`, `./secrets/token.txt`, `~/.pgpass`.
+fn is_path(v: &str) -> bool {
+    let v = v.trim();
+    (v.starts_with('/') || v.starts_with("./") || v.starts_with("~/") || v.starts_with("../"))
+        && v.len() > 3
+        && v[1..].contains('/')
+        && !v.contains(char::is_whitespace)
+}
+
+/// The DER prefix of a private key (SEQUENCE, its length, INTEGER version 0 or 1) or OpenSSH's key magic.
+fn der_private_prefix(b: &[u8]) -> bool {
+    if b.starts_with(b"openssh-key-v1") {
+        return true;
+    }
+    if b.first() != Some(&0x30) || b.len() < 5 {
+        return false;
+    }
+    let skip = match b[1] {
+        n if n < 0x80 => 2,
+        0x81 => 3,
+        0x82 => 4,
+        0x83 => 5,
+        _ => return false,
+    };
+    b.len() >= skip + 3 && b[skip] == 0x02 && b[skip + 1] == 0x01 && b[skip + 2] <= 0x01
+}
+
+/// A base64 body (lines joined) that decodes to a private key's DER.
+fn der_private_key(caps: &Captures, _text: &str) -> bool {
+    use base64::Engine;
+    let blob = group(caps, &[1]);
+    let head: String =
+        blob.replace("\\n", "").replace("\\r", "").chars().filter(|c| !c.is_whitespace()).take(24).collect();
+    if head.len() < 24 {
+        return false;
+    }
+    super::screen::B64_STANDARD.decode(&head).is_ok_and(|b| der_private_prefix(&b))
+}
+
+/// Hex of a PEM private key or of a DER private key.
+fn hex_private_key(caps: &Captures, _text: &str) -> bool {
+    let h = group(caps, &[1]);
+    let h = h.strip_prefix("0x").unwrap_or(h);
+    let bytes: Vec<u8> =
+        (0..h.len() / 2).filter_map(|i| u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok()).take(200).collect();
+    if bytes.starts_with(b"-----BEGIN") {
+        return String::from_utf8_lossy(&bytes).contains("PRIVATE KEY");
+    }
+    der_private_prefix(&bytes)
+}
+
+/// A query parameter's value: a password is any non-placeholder, a signature or token must look random; the
+/// one- and two-letter names (`t`, `sk`) need a long random value.
+fn url_token_valid(caps: &Captures, _text: &str) -> bool {
+    let name = group(caps, &[1]).to_ascii_lowercase();
+    let v = group(caps, &[2]);
+    if is_placeholder(v) || v.contains("[REDACTED") {
+        return false;
+    }
+    match name.as_str() {
+        "password" | "passwd" | "pwd" => v.len() >= 3 && !is_code_reference(v),
+        "t" | "s" | "k" | "st" | "sk" | "code" | "key" | "session" | "ticket" | "otp" | "auth" => {
+            v.len() >= 16 && looks_random(v)
+        }
+        _ => v.len() >= 8 && (looks_random(v) || (v.len() >= 16 && entropy(v) >= 3.0)),
+    }
+}
+
+/// `Password=...` inside a connection string: a `Server=`/`Data Source=`/`Host=`/`User Id=`-style key nearby.
+fn connection_string_valid(caps: &Captures, text: &str) -> bool {
+    static CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:server|data\s+source|host|hostname|address|addr|uid|user\s*id|user|username|database|initial\s+catalog|provider|driver|dsn|port|endpoint|jdbc:[a-z]+:|trusted_connection|encrypt|sslmode)\s*=")
+            .expect("connection string context")
+    });
+    let Some(m) = caps.get(1) else { return false };
+    let from = floor_char(text, m.start().saturating_sub(300));
+    let to = ceil_char(text, (m.end() + 300).min(text.len()));
+    let v = m.as_str().trim_matches(['{', '}', '"', '\'']);
+    let window = &text[from..to];
+    window.contains(';') && CONTEXT.is_match(window) && !is_placeholder(v) && !is_code_reference(v) && v.len() >= 3
+}
+
+/// The start of the line holding `at`, looking back at most `max` bytes (long lines cost no more).
+fn line_start(text: &str, at: usize, max: usize) -> usize {
+    let from = floor_char(text, at.saturating_sub(max));
+    text[from..at].rfind('\n').map_or(from, |i| from + i + 1)
+}
+
+fn floor_char(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+fn pgpass_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    !is_placeholder(v) && v.len() >= 3
+}
+
+fn netrc_context(caps: &Captures, text: &str) -> bool {
+    static MACHINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*(?:machine|default)\b").expect("netrc"));
+    MACHINE.is_match(text) && cli_password_valid(caps, text)
+}
+
+/// The last word of a flag or key names something about the secret, not the secret: `--password-stdin`,
+/// `--token-file`, `--secret-name`.
+fn flag_names_a_property(flag: &str) -> bool {
+    let last = flag.trim_start_matches('-').rsplit(['-', '_']).next().unwrap_or("");
+    let flag = flag.to_ascii_lowercase();
+    NON_SECRET_KEY.is_match(last)
+        || ["stdin", "prompt", "cmd", "command", "fd", "interactive", "less", "askpass"].contains(&last)
+        || not_a_password_key(&flag)
+        || flag.ends_with("passive")
+}
+
+fn cli_flag_password_valid(caps: &Captures, text: &str) -> bool {
+    let flag = group(caps, &[1]);
+    let v = group(caps, &[2, 3, 4]);
+    let lower = v.to_ascii_lowercase();
+    if flag_names_a_property(flag) || ["file:", "env:", "fd:", "stdin"].iter().any(|p| lower.starts_with(p)) {
+        return false;
+    }
+    if v.contains(char::is_whitespace) {
+        return passphrase_like(v);
+    }
+    !is_placeholder(v) && !is_code_reference(v) && !is_path(v) && v.len() >= 4 && {
+        let _ = text;
+        true
+    }
+}
+
+fn cli_flag_token_valid(caps: &Captures, _text: &str) -> bool {
+    let flag = group(caps, &[1]);
+    let v = group(caps, &[2, 3, 4]);
+    !flag_names_a_property(flag) && !is_placeholder(v) && !is_path(v) && looks_random(v)
+}
+
+fn name_value_password_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3, 4]);
+    !NON_SECRET_KEY.is_match(key)
+        && !not_a_password_key(key)
+        && !is_placeholder(v)
+        && !is_code_reference(v)
+        && v.chars().count() >= 3
+}
+
+fn name_value_api_key_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3, 4]);
+    !NON_SECRET_KEY.is_match(key) && !is_placeholder(v) && looks_random(v)
+}
+
+fn directive_password_valid(caps: &Captures, text: &str) -> bool {
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3, 4]).trim();
+    if v.contains("://") && !v.contains('@') {
+        return false;
+    }
+    if v.starts_with('-') || (caps.get(4).is_some() && v.contains(char::is_whitespace) && !passphrase_like(v)) {
+        return false;
+    }
+    if encrypted_context(text, caps.get(0).map_or(0, |m| m.start())) {
+        return false;
+    }
+    !NON_SECRET_KEY.is_match(key)
+        && !not_a_password_key(key)
+        && !is_placeholder(v)
+        && !is_path(v)
+        && v.chars().count() >= 3
+}
+
+fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
+    if encrypted_context(text, caps.get(0).map_or(0, |m| m.start())) {
+        return false;
+    }
+    let key = group(caps, &[1]);
+    let v = group(caps, &[2, 3, 4]).trim();
+    !NON_SECRET_KEY.is_match(key) && !is_placeholder(v) && !is_path(v) && looks_random(v)
 }
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template)$")
         .expect("non-secret keys")
 });
 
@@ -397,15 +1948,30 @@ fn password_valid(caps: &Captures, text: &str) -> bool {
         return false;
     }
     let value = group(caps, &[3, 4, 5]);
-    if is_placeholder(value) || value.contains(char::is_whitespace) || value.chars().count() < 3 {
+    if is_placeholder(value)
+        || value.chars().count() < 3
+        || is_path(value)
+        || not_a_password_key(key)
+        || names_a_reference(key)
+        || env_var_name(value)
+        || path_like(value)
+        || names_not_values(value)
+        || encrypted_context(text, caps.get(1).map_or(0, |m| m.start()))
+    {
         return false;
+    }
+    if value.contains(char::is_whitespace) {
+        return caps.get(5).is_none() && passphrase_like(value);
     }
     if caps.get(5).is_some() {
         // A bare value may be code: `password=password`, `password: str`, `password = get_password()`.
         if is_code_reference(value) || followed_by_call(caps, text) {
             return false;
         }
-        if value.chars().all(|c| c.is_ascii_alphabetic() || c == '_') && !env_style(caps, text) {
+        let code_name = camel_identifier(value)
+            && value.chars().any(|c| c.is_ascii_uppercase())
+            && !value.chars().any(|c| c.is_ascii_digit());
+        if (value.chars().all(|c| c.is_ascii_alphabetic() || c == '_') || code_name) && !env_style(caps, text) {
             return false;
         }
         if value.chars().all(|c| c.is_ascii_digit()) && value.len() < 6 {
@@ -421,20 +1987,33 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
         return false;
     }
     let value = group(caps, &[3, 4, 5]);
-    if is_placeholder(value) || value.contains(char::is_whitespace) || value.chars().count() < 8 {
+    let lower_key = key.to_ascii_lowercase();
+    if is_placeholder(value)
+        || value.contains(char::is_whitespace)
+        || value.chars().count() < 8
+        || is_path(value)
+        || env_var_name(value)
+        || names_a_reference(key)
+        || value.contains("://")
+        || lower_key.contains("author")
+        || (lower_key == "signingkey" && value.len() <= 40 && value.chars().all(|c| c.is_ascii_hexdigit()))
+        || path_like(value)
+        || names_not_values(value)
+        || encrypted_context(text, caps.get(1).map_or(0, |m| m.start()))
+    {
         return false;
     }
     if caps.get(5).is_some() && (is_code_reference(value) || followed_by_call(caps, text) || identifier_like(value)) {
         return false;
     }
-    looks_random(value)
+    looks_random(value) || (caps.get(5).is_none() && strong_secret_phrase(key, value))
 }
 
 /// `KEY=value` at a line start with an upper-case key: a .env file or a shell assignment, where a bare word is
 /// a literal.
 fn env_style(caps: &Captures, text: &str) -> bool {
     let (Some(key), Some(sep)) = (caps.get(1), caps.get(2)) else { return false };
-    let line_start = text[..key.start()].rfind('\n').map_or(0, |i| i + 1);
+    let line_start = line_start(text, key.start(), 200);
     let lead = text[line_start..key.start()].trim_start();
     let lead_ok = lead.is_empty() || lead == "export " || lead == "export" || lead.ends_with(' ');
     let upper = key.as_str().chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
@@ -449,19 +2028,22 @@ fn followed_by_call(caps: &Captures, text: &str) -> bool {
 /// A bare value that is code, not a literal: a call, an index, a dotted path, a variable, a type.
 fn is_code_reference(v: &str) -> bool {
     static CODE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+\(?|[A-Za-z_$][\w$.]*[(\[].*|(?:str|string|String|bytes|int|bool|SecretStr|Optional|None|Any|text|varchar|char|Text|&str|Option|undefined|null|nil|true|false)\??)$")
+        Regex::new(r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+\(?|[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+\(.*|[A-Za-z_$][\w$.]*[(\[].*|(?:str|string|String|bytes|int|bool|SecretStr|Optional|None|Any|text|varchar|char|Text|&str|Option|undefined|null|nil|true|false)\??)$")
             .expect("code reference")
     });
     CODE.is_match(v)
 }
 
-/// Placeholders, masks, examples and environment lookups.
+/// Placeholders, masks and references: `<your key>`, `${VAR}`, `{{ x }}`, `%(pw)s`, `***`, `xxx`,
+/// `[REDACTED]`, environment lookups, secret-manager references (`arn:aws:secretsmanager:...`, `vault:...`,
+/// `op://...`, `{{resolve:ssm-secure:...}}`, `@Microsoft.KeyVault(...)`), and the words placeholder values are
+/// made of (`changeme`, `example`, `your_token_here`). A value that merely contains "example" is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]|\{[^}]*\}?|\$.*|%.*%?|!\w.*|:\w+|@\w+|\?|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|[*x.•#?_-]{3,}|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|example|dummy|xxxx|\*\*\*).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_-]a[_-]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
-    let t = v.trim();
+    let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
     t.is_empty() || SHAPE.is_match(t)
 }
 
@@ -506,6 +2088,32 @@ fn identifier_like(v: &str) -> bool {
         }
     }
     covered * 2 >= v.len()
+}
+
+/// A code identifier made of words: `getApiKey2`, `oauth2Client`, `S3_BUCKET_NAME`, `parseJWTToken`; every
+/// alphabetic piece has a vowel, numbers are short, single letters rare (random tokens fail one of these).
+fn camel_identifier(v: &str) -> bool {
+    static PIECE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[A-Z]?[a-z]+|[A-Z]+(?:[^a-z]|$)|[A-Z]+|\d+|[^A-Za-z0-9]+").expect("pieces"));
+    if !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
+        return false;
+    }
+    let mut singles = 0;
+    for p in PIECE.find_iter(v).map(|m| m.as_str().trim_end_matches(|c: char| !c.is_ascii_alphanumeric())) {
+        if p.is_empty() {
+            continue;
+        }
+        if p.chars().all(|c| c.is_ascii_digit()) {
+            if p.len() > 3 {
+                return false;
+            }
+        } else if p.len() == 1 {
+            singles += 1;
+        } else if !p.chars().any(|c| "aeiouyAEIOUY".contains(c)) {
+            return false;
+        }
+    }
+    singles <= 1
 }
 
 /// Shannon entropy in bits per character.
@@ -762,6 +2370,149 @@ mod tests {
         ] {
             assert_kept(t);
         }
+    }
+
+    /// The forms of the red-team finding (F6), each with a secret that must not survive.
+    #[test]
+    fn red_team_forms() {
+        for (text, secret) in [
+            ("password = \"correct horse battery staple\"", "correct horse battery staple"),
+            ("ENV API_TOKEN 9f2c4e7a1b3d5f60718293a4b5c6d7e8", "9f2c4e7a1b3d5f60718293a4b5c6d7e8"),
+            ("ARG DB_PASSWORD=Kx8pq2LmZ9", "Kx8pq2LmZ9"),
+            ("The password for the admin account is: Zq7!mW2#rT", "Zq7!mW2#rT"),
+            ("db.internal:5432:orders:app:Vq3xL9pT2mKw", "Vq3xL9pT2mKw"),
+            ("echo 'Rt5#kLq9wZ' | passwd --stdin root", "Rt5#kLq9wZ"),
+            ("export GH_TOKEN=ghp_exampleA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6", "ghp_exampleA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"),
+            ("DATABASE_URL=postgres://app:Example2024!@db:5432/app", "Example2024!"),
+            ("key = \"sk_live_51HxYz\" + \"AbCdEfGhIjKlMnOp\"", "AbCdEfGhIjKlMnOp"),
+            ("SENDGRID_API_KEY=SG.abcdefghij0123456789AB.abcdefghij0123456789ABCDEFGHIJ0123456789abc", "SG.abcdefghij"),
+            ("export SSHPASS='Tr0ub4dor&3'", "Tr0ub4dor&3"),
+            ("machine github.com login ci password Zk2#pQ9mLx", "Zk2#pQ9mLx"),
+            ("mysql -u root -pS3cr3t!x shop", "S3cr3t!x"),
+            ("sshpass -p 'Tr0ub4dor&3' ssh deploy@host", "Tr0ub4dor&3"),
+            ("Server=db;Database=app;User Id=sa;Password=My Str0ng Pass;", "My Str0ng Pass"),
+            ("https://bucket.s3.amazonaws.com/f?X-Amz-Signature=3f1c2b9a8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a", "3f1c2b9a8d7e"),
+            ("curl 'https://api.vendor.io/v1/items?api_key=Zx8Kq2Lm9Pw4Rt6Y'", "Zx8Kq2Lm9Pw4Rt6Y"),
+            ("Das Passwort ist Hx7!kq2Lm", "Hx7!kq2Lm"),
+            ("le mot de passe est « Qz8#wLm2 »", "Qz8#wLm2"),
+        ] {
+            let r = redact(text);
+            assert!(!r.text.contains(secret), "{secret:?} survived in {:?}", r.text);
+            assert!(!r.kinds.is_empty());
+            assert_eq!(redact(&r.text).text, r.text, "not idempotent for {text:?}");
+        }
+    }
+
+    #[test]
+    fn keys_without_headers_and_in_hex() {
+        use base64::Engine;
+        // A DER private key's first bytes: SEQUENCE (long form), INTEGER 0, then an AlgorithmIdentifier.
+        let der: Vec<u8> = [0x30, 0x82, 0x04, 0xbd, 0x02, 0x01, 0x00, 0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48]
+            .iter()
+            .copied()
+            .chain((0..120u8).map(|i| i.wrapping_mul(37)))
+            .collect();
+        let body = base64::engine::general_purpose::STANDARD.encode(&der);
+        let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
+        let pasted = format!("key body:\n{}\n", lines.join("\n"));
+        assert_redacts(&pasted, lines[0], "private_key_pem");
+        let hex: String = der.iter().map(|b| format!("{b:02x}")).collect();
+        assert_redacts(&format!("PRIVATE_KEY={hex}"), &hex[..40], "private_key_pem");
+        // A public key (SEQUENCE, SEQUENCE) is not a private key.
+        let public =
+            "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0";
+        assert_kept(&format!("-----BEGIN PUBLIC KEY-----\n{public}\n-----END PUBLIC KEY-----"));
+    }
+
+    #[test]
+    fn application_code_forms() {
+        for (text, secret) in [
+            ("let api_key: &str = \"q8Zr2LmX9pTw4KvB7nYc\";", "q8Zr2LmX9pTw4KvB7nYc"),
+            ("val dbPassword: String = \"Tr0ub4dor&3\"", "Tr0ub4dor&3"),
+            ("jwtKey := []byte(\"m9Kq2LxZ7pWv4RtY\")", "m9Kq2LxZ7pWv4RtY"),
+            ("SECRET_KEY = b\"Zx9#kLq2mWp7\"", "Zx9#kLq2mWp7"),
+            ("password = os.getenv(\"DB_PASSWORD\", \"Pa55w0rd!dev\")", "Pa55w0rd!dev"),
+            ("@Value(\"${db.password:Tr0ub4dor3}\")", "Tr0ub4dor3"),
+            ("const token = process.env.API_TOKEN || \"q8Zr2LmX9pTw4KvB\";", "q8Zr2LmX9pTw4KvB"),
+            ("PGPASSWORD=${PGPASSWORD:-Kx8pq2LmZ9} psql", "Kx8pq2LmZ9"),
+            ("sig = hmac.new(b\"Zx9kLq2mWp7Rt\", body, hashlib.sha256)", "Zx9kLq2mWp7Rt"),
+            ("token = jwt.encode(payload, \"k3Y-f0r-s1gn1ng\", algorithm=\"HS256\")", "k3Y-f0r-s1gn1ng"),
+            ("if (password == \"Sup3rS3cret!\") { grant(); }", "Sup3rS3cret!"),
+            ("$pw = ConvertTo-SecureString 'Tr0ub4dor&3' -AsPlainText -Force", "Tr0ub4dor&3"),
+            ("#define API_KEY \"q8Zr2LmX9pTw4KvB7nYc\"", "q8Zr2LmX9pTw4KvB7nYc"),
+            ("mapOf(\"password\" to \"Tr0ub4dor&3\")", "Tr0ub4dor&3"),
+            ("key = [0x4f, 0x2a, 0x91, 0x07, 0xc3, 0x5e, 0x18, 0xaa, 0x6d]", "0x4f, 0x2a, 0x91"),
+            ("TOKEN = (\"ghp_a1B2c3D4e5F6g7H8\"\n         \"i9J0k1L2m3N4o5P6q7R8\")", "i9J0k1L2m3N4o5P6q7R8"),
+            ("CREATE LOGIN app WITH PASSWORD = 'Tr0ub4dor&3'", "Tr0ub4dor&3"),
+        ] {
+            let r = redact(text);
+            assert!(!r.text.contains(secret), "{secret:?} survived in {:?}", r.text);
+            assert_eq!(redact(&r.text).text, r.text, "not idempotent for {text:?}");
+        }
+        for text in [
+            "password = os.getenv(\"DB_PASSWORD\")",
+            "token = os.environ.get(\"API_TOKEN\", \"\")",
+            "secret = settings.get(\"SECRET_KEY\")",
+            "password: str = Field(..., min_length=12)",
+            "if password == \"\" { return Err(Empty) }",
+            "api_key = secrets.token_urlsafe(32)",
+            "ELASTIC_PASSWORD=${ELASTIC_PASSWORD:?missing}",
+            "@Value(\"${db.password}\")",
+            "let request_id = \"123e4567-e89b-12d3-a456-426614174000\";",
+            "const TOKEN_TTL_SECONDS = 3600;",
+        ] {
+            assert_kept(text);
+        }
+    }
+
+    /// 64 kB inputs built to make rules work hard: repeated key names, separators, quotes, base64 and hex
+    /// runs, PEM headers, URL userinfo, concatenations, secret words. A functional check that redaction stays
+    /// linear: the bound is generous (the figure to watch is printed, in release it is a few milliseconds).
+    #[test]
+    fn adversarial_inputs_stay_fast() {
+        const SIZE: usize = 64 * 1024;
+        let fill = |unit: &str| unit.repeat(SIZE / unit.len() + 1)[..SIZE].to_string();
+        let inputs = [
+            fill("password="),
+            fill("password: "),
+            fill("password is "),
+            fill("a"),
+            fill("A1b2"),
+            fill("\"a\" + "),
+            fill("'x' "),
+            fill("-----BEGIN PRIVATE KEY-----\n"),
+            fill("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n"),
+            fill("https://u:p@"),
+            fill("Bearer "),
+            fill("token key secret pw Xk9#mQ2z!Lp4 "),
+            fill("admin / "),
+            fill("2d2d2d2d2d424547494e"),
+            fill("ENV API_TOKEN "),
+            fill("?token="),
+            fill("Server=x;Password="),
+            fill("echo 'x' | "),
+            fill("\"password\": \""),
+            fill("user_a=\""),
+            fill("name: DB_PASSWORD\n"),
+            fill("LS0tLS1CRUdJTi"),
+        ];
+        let _ = redact("warm-up");
+        let mut worst = (std::time::Duration::ZERO, 0usize);
+        for (i, input) in inputs.iter().enumerate() {
+            let start = std::time::Instant::now();
+            let out = redact(input);
+            let took = start.elapsed();
+            if std::env::var_os("FB_REDACT_TIMINGS").is_some() {
+                eprintln!("  input #{i:<2} {:>10.3?}", took);
+            }
+            if took > worst.0 {
+                worst = (took, i);
+            }
+            assert!(out.text.len() <= input.len() * 3, "input {i} grew to {} bytes", out.text.len());
+        }
+        eprintln!("slowest adversarial 64 kB input: #{} in {:?}", worst.1, worst.0);
+        let bound = if cfg!(debug_assertions) { 20.0 } else { 1.0 };
+        assert!(worst.0.as_secs_f64() < bound, "input #{} took {:?}", worst.1, worst.0);
     }
 
     #[test]

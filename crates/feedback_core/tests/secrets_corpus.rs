@@ -1,0 +1,217 @@
+//! Secret redaction measured per author, on corpora written independently of the rules.
+//!
+//! Authors (one JSONL file each; rows `{label: secret|clean, format, text, secrets}`):
+//! - `project`: `data/guard/secrets.jsonl`, the corpus the first rules were written against (tune only);
+//! - `D`: `data/guard/secrets/D.jsonl`, configuration and infrastructure (tune);
+//! - `E`: `data/guard/secrets/E.jsonl`, application code: the held-out author (see [`HELD_OUT`]);
+//! - `F`: `data/guard/secrets/F.jsonl`, prose, chat and logs (tune).
+//!
+//! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
+//! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
+//! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is printed; only the held-out author
+//! is asserted (redaction >= 0.95, false redaction <= 0.02). The held-out author's misses are never printed,
+//! only its rates, so rules cannot be tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
+//! (comma-separated, default none) are printed:
+//!     FB_SECRETS_SHOW_MISSES=project,D cargo test -p feedback_core --test secrets_corpus -- --nocapture
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use feedback_core::guard::redact;
+use serde_json::Value;
+
+/// The author whose rows no rule was tuned on.
+const HELD_OUT: &str = "E";
+const AUTHORS: [(&str, &str); 4] =
+    [("project", "secrets.jsonl"), ("D", "secrets/D.jsonl"), ("E", "secrets/E.jsonl"), ("F", "secrets/F.jsonl")];
+const MIN_REDACTION: f64 = 0.95;
+const MAX_FALSE_REDACTION: f64 = 0.02;
+
+struct Row {
+    line: usize,
+    secret: bool,
+    format: String,
+    text: String,
+    secrets: Vec<String>,
+}
+
+/// The rows of one author's file, and how many lines were not valid rows (those are skipped and reported).
+fn load(name: &str) -> Result<(Vec<Row>, usize), String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/guard").join(name);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut rows = Vec::new();
+    let mut invalid = 0;
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        match parse(line) {
+            Some(mut row) => {
+                row.line = i + 1;
+                rows.push(row);
+            }
+            None => invalid += 1,
+        }
+    }
+    Ok((rows, invalid))
+}
+
+/// A valid row: a known label, a text, and for secret rows at least one secret, each a substring of the text.
+fn parse(line: &str) -> Option<Row> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    let text = v.get("text")?.as_str()?.to_string();
+    let format = v.get("format")?.as_str()?.to_string();
+    let secrets: Vec<String> = match v.get("secrets") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(s) => s.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect::<Option<_>>()?,
+    };
+    let secret = match v.get("label")?.as_str()? {
+        "secret" => true,
+        "clean" => false,
+        _ => return None,
+    };
+    let valid = !text.is_empty()
+        && secrets.iter().all(|s| !s.is_empty() && text.contains(s.as_str()))
+        && secret != secrets.is_empty();
+    valid.then_some(Row { line: 0, secret, format, text, secrets })
+}
+
+/// hits / total.
+#[derive(Default, Clone, Copy)]
+struct Rate {
+    hits: usize,
+    total: usize,
+}
+
+impl Rate {
+    fn add(&mut self, hit: bool) {
+        self.total += 1;
+        self.hits += usize::from(hit);
+    }
+    fn value(self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.hits as f64 / self.total as f64
+        }
+    }
+    fn show(self) -> String {
+        if self.total == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.3} ({}/{})", self.value(), self.hits, self.total)
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    redacted: Rate,
+    false_redaction: Rate,
+    /// Per format: (secret rows redacted, clean rows changed).
+    by_format: BTreeMap<String, (Rate, Rate)>,
+    not_idempotent: usize,
+    misses: String,
+}
+
+fn measure(author: &str, rows: &[Row], show: bool, elapsed: &mut Duration, bytes: &mut usize) -> Tally {
+    let mut t = Tally::default();
+    for row in rows {
+        let start = Instant::now();
+        let out = redact(&row.text);
+        *elapsed += start.elapsed();
+        *bytes += row.text.len();
+        if redact(&out.text).text != out.text {
+            t.not_idempotent += 1;
+            if show {
+                let _ = writeln!(t.misses, "  NOT IDEMPOTENT {author}:{} {:?}", row.line, row.text);
+            }
+        }
+        let entry = t.by_format.entry(row.format.clone()).or_default();
+        if row.secret {
+            let survived: Vec<&str> = row.secrets.iter().map(String::as_str).filter(|s| out.text.contains(s)).collect();
+            t.redacted.add(survived.is_empty());
+            entry.0.add(survived.is_empty());
+            if show && !survived.is_empty() {
+                let _ = writeln!(
+                    t.misses,
+                    "  MISS  {author}:{} [{}] {:?}\n        -> {:?}\n        survived {survived:?}",
+                    row.line, row.format, row.text, out.text
+                );
+            }
+        } else {
+            let changed = out.text != row.text;
+            t.false_redaction.add(changed);
+            entry.1.add(changed);
+            if show && changed {
+                let _ = writeln!(
+                    t.misses,
+                    "  FALSE {author}:{} [{}] {:?}\n        -> {:?} {:?}",
+                    row.line, row.format, row.text, out.text, out.kinds
+                );
+            }
+        }
+    }
+    t
+}
+
+#[test]
+fn secrets_by_author() {
+    let show_list = std::env::var("FB_SECRETS_SHOW_MISSES").unwrap_or_default();
+    let _ = redact("warm-up: compiles the rules once");
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    let mut elapsed = Duration::ZERO;
+    let mut bytes = 0usize;
+    let mut tune = (Rate::default(), Rate::default());
+
+    for (author, file) in AUTHORS {
+        let (rows, invalid) = match load(file) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                // Reported with the other failures, after every author that is there has been measured.
+                failures.push(format!("author {author}: {e}"));
+                continue;
+            }
+        };
+        // The held-out author's misses are never shown, whatever the variable says.
+        let show = author != HELD_OUT && show_list.split(',').map(str::trim).any(|s| s == author);
+        let t = measure(author, &rows, show, &mut elapsed, &mut bytes);
+        let role = if author == HELD_OUT { "held out" } else { "tuned on, shown as if held out" };
+        let _ = writeln!(report, "== author {author} ({role}; {} rows, {invalid} invalid skipped) ==", rows.len());
+        let _ = writeln!(report, "  redaction              {}", t.redacted.show());
+        let _ = writeln!(report, "  false redaction        {}", t.false_redaction.show());
+        let _ = writeln!(report, "  not idempotent         {}", t.not_idempotent);
+        let _ = writeln!(report, "  {:<36} {:<22} {}", "format", "secret rows redacted", "clean rows changed");
+        for (format, (red, clean)) in &t.by_format {
+            let _ = writeln!(report, "    {format:<34} {:<22} {}", red.show(), clean.show());
+        }
+        let _ = write!(report, "{}", t.misses);
+        if t.not_idempotent > 0 {
+            failures.push(format!("author {author}: {} rows not idempotent", t.not_idempotent));
+        }
+        if author == HELD_OUT {
+            assert!(!rows.is_empty(), "the held-out author {HELD_OUT} has no rows");
+            if t.redacted.value() < MIN_REDACTION {
+                failures.push(format!("held-out {author} redaction {:.3} < {MIN_REDACTION}", t.redacted.value()));
+            }
+            if t.false_redaction.value() > MAX_FALSE_REDACTION {
+                failures.push(format!(
+                    "held-out {author} false redaction {:.3} > {MAX_FALSE_REDACTION}",
+                    t.false_redaction.value()
+                ));
+            }
+        } else {
+            tune.0.hits += t.redacted.hits;
+            tune.0.total += t.redacted.total;
+            tune.1.hits += t.false_redaction.hits;
+            tune.1.total += t.false_redaction.total;
+        }
+    }
+    let _ = writeln!(report, "== tuned-on authors together ==");
+    let _ = writeln!(report, "  redaction              {}", tune.0.show());
+    let _ = writeln!(report, "  false redaction        {}", tune.1.show());
+    let per_kb = elapsed.as_secs_f64() * 1e6 / (bytes.max(1) as f64 / 1024.0);
+    let _ = writeln!(report, "  redaction cost: {per_kb:.0} µs per kB (this build profile)");
+    eprintln!("{report}");
+    assert!(failures.is_empty(), "{} (report above)", failures.join("; "));
+}
