@@ -19,9 +19,10 @@ export FB_MODEL_DIR="$(model_dir)" FB_ORT_LIBRARY="$(ort_library)"
 
 if [ "${FB_TEST_ONLY:-}" != e2e ]; then
 log "1/3 cargo test (feedback_core)"
-cargo test -p feedback_core -- --skip _corpus
-log "injection corpora: detection and false positives per author (gated on the held-out author C)"
+cargo test -p feedback_core -- --skip _corpus --skip secrets_by_author
+log "guard corpora per author: injection (gated on held-out author C), secrets (gated on held-out author E)"
 cargo test -p feedback_core --test injection_corpus -- --nocapture
+cargo test -p feedback_core --test secrets_corpus -- --nocapture
 
 log "2/3 cargo pgrx test (pg18)"
 # pgrx installs its test build into the same Postgres: the next install must rebuild the real one.
