@@ -14,7 +14,7 @@ import time
 import psycopg
 from psycopg.types.composite import CompositeInfo, register_composite
 
-from harness import connect as _connect, fresh_database, one, run_tests
+from harness import connect as _connect, expect_error, fresh_database, one, run_tests
 
 PORT = int(sys.argv[1])
 PG_BIN = sys.argv[2]
@@ -29,17 +29,6 @@ MODEL = None   # the key (name@sha256) of bge-small-en-v1.5, read from fb_models
 
 def connect(user="postgres", autocommit=True):
     return _connect(PORT, DB, user=user, autocommit=autocommit)
-
-
-def expect_error(conn, sql, sqlstate, params=None):
-    try:
-        conn.execute(sql, params)
-    except psycopg.Error as e:
-        assert e.sqlstate == sqlstate, f"{sql}: expected {sqlstate}, got {e.sqlstate} {e}"
-        if sqlstate not in ("42501", "57014"):   # our own errors carry a hint
-            assert e.diag.message_hint, f"{sql}: no HINT in {e}"
-        return e
-    raise AssertionError(f"{sql}: expected ERROR {sqlstate}, it succeeded")
 
 
 def setup_roles():

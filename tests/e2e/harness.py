@@ -16,6 +16,19 @@ def one(conn, sql, params=None):
     return row[0] if row is not None and len(row) == 1 else row
 
 
+def expect_error(conn, sql, sqlstate, params=None):
+    """Runs sql, which must fail with sqlstate; pg_feedback's own errors must carry a HINT (Postgres' permission
+    denied and query canceled carry none). Returns the error."""
+    try:
+        conn.execute(sql, params)
+    except psycopg.Error as e:
+        assert e.sqlstate == sqlstate, f"{sql[:120]}: expected {sqlstate}, got {e.sqlstate} {e}"
+        if sqlstate not in ("42501", "57014"):
+            assert e.diag.message_hint, f"{sql[:120]}: no HINT in {e}"
+        return e
+    raise AssertionError(f"{sql[:120]}: expected ERROR {sqlstate}, it succeeded")
+
+
 def wait_until(check, what, seconds):
     """check()'s first truthy value, polled every 0.1 s; fails after seconds."""
     deadline = time.monotonic() + seconds

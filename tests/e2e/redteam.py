@@ -9,7 +9,7 @@ import sys
 
 import psycopg
 
-from harness import connect as _connect, fresh_database, one, run_tests
+from harness import connect as _connect, expect_error, fresh_database, one, run_tests
 
 PORT = int(sys.argv[1])
 DB = "fb_redteam"
@@ -22,17 +22,6 @@ TASK = "sql_injection_scan"
 
 def connect(user="postgres", autocommit=True):
     return _connect(PORT, DB, user=user, autocommit=autocommit)
-
-
-def expect_error(conn, sql, sqlstate, params=None):
-    try:
-        conn.execute(sql, params)
-    except psycopg.Error as e:
-        assert e.sqlstate == sqlstate, f"{sql[:120]}: expected {sqlstate}, got {e.sqlstate} {e}"
-        if sqlstate != "42501":   # pg_feedback's own errors carry a hint; permission denied is Postgres'
-            assert e.diag.message_hint, f"{sql[:120]}: no HINT in {e}"
-        return e
-    raise AssertionError(f"{sql[:120]}: expected ERROR {sqlstate}, it succeeded")
 
 
 def setup():
