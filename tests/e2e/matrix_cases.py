@@ -181,8 +181,11 @@ FUNCTIONS = {
     "fb_ingest": dict(
         role="writer", txn=True,
         args={"task_type": "'matrix_ingest'", "wrong_answer": "'It was fine.'",
-              "correction": "'Matrix correction: every argument is checked for NULL.'",
-              "lesson": "'Matrix lesson: a NULL argument gets a documented answer.'", "source": "'matrix'",
+              # Benign text clear of the learned screen's threshold (about 1.5% of benign notes are held for a
+              # reviewer; the first wording here was, at p = 0.51).
+              "correction": "'The matrix checks what NULL in each argument of fb_ingest returns.'",
+              "lesson": "'A NULL argument of a public function gets its documented answer, not a crash.'",
+              "source": "'matrix'",
               "tenant": "'fb_mx_team'"},
         select="SELECT action FROM {call}",
         nulls={"task_type": Err("22023"), "wrong_answer": value("inserted"), "correction": Err("22023"),
