@@ -287,6 +287,7 @@ def test_sigterm_mid_load_leaves_no_hung_session():
 
         def loader():
             with connect() as c:
+                c.execute("SET application_name = 'fb_sigterm_loader'")
                 t0 = time.perf_counter()
                 try:
                     c.execute("INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson) "
@@ -311,7 +312,14 @@ def test_sigterm_mid_load_leaves_no_hung_session():
         threads = [threading.Thread(target=loader), threading.Thread(target=reader)]
         for t in threads:
             t.start()
-        time.sleep(1.5)
+        # Kill the worker while it runs the load's model work: the insert cleans and screens its 3,000 rows first,
+        # so wait until the loader waits on the worker (wait event type Extension), not a fixed delay.
+        deadline = time.monotonic() + 60
+        while not one(admin, "SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'fb_sigterm_loader'"
+                             " AND wait_event_type = 'Extension'"):
+            assert time.monotonic() < deadline and "loader" not in outcome, f"the load never reached the worker: {outcome}"
+            time.sleep(0.02)
+        time.sleep(0.3)
         try:
             assert one(admin, "SELECT pg_terminate_backend(%s)", (pid,)) is True, "pg_terminate_backend refused"
         finally:
