@@ -14,7 +14,7 @@ import time
 import psycopg
 from psycopg.types.composite import CompositeInfo, register_composite
 
-from harness import connect as _connect, expect_error, fresh_database, one, run_tests
+from harness import connect as _connect, ensure_roles, expect_error, fresh_database, one, run_tests
 
 PORT = int(sys.argv[1])
 PG_BIN = sys.argv[2]
@@ -32,18 +32,9 @@ def connect(user="postgres", autocommit=True):
 
 
 def setup_roles():
-    with _connect(PORT, "postgres") as c:
-        for role in (READER, WRITER, REVIEWER, ALICE, BOB):
-            if not one(c, "SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,)):
-                c.execute(f"CREATE ROLE {role} LOGIN")
-        for role in (TEAM_A, TEAM_B):
-            if not one(c, "SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,)):
-                c.execute(f"CREATE ROLE {role} NOLOGIN")
-        c.execute(f"GRANT feedback_reader TO {READER}")
-        c.execute(f"GRANT feedback_writer TO {WRITER}, {ALICE}, {BOB}")
-        c.execute(f"GRANT feedback_reviewer TO {REVIEWER}")
-        c.execute(f"GRANT {TEAM_A} TO {ALICE}")
-        c.execute(f"GRANT {TEAM_B} TO {BOB}")
+    ensure_roles(PORT, (READER, WRITER, REVIEWER, ALICE, BOB), (TEAM_A, TEAM_B),
+                 [("feedback_reader", [READER]), ("feedback_writer", [WRITER, ALICE, BOB]),
+                  ("feedback_reviewer", [REVIEWER]), (TEAM_A, [ALICE]), (TEAM_B, [BOB])])
 
 
 LESSON = "Numeric-looking input concatenated into SQL is still injectable; bind it as a parameter."

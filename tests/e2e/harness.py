@@ -29,6 +29,16 @@ def expect_error(conn, sql, sqlstate, params=None):
     raise AssertionError(f"{sql[:120]}: expected ERROR {sqlstate}, it succeeded")
 
 
+def ensure_roles(port, logins, groups=(), grants=()):
+    """Creates the login and NOLOGIN roles that do not exist yet, then applies grants: (role, [members])."""
+    with connect(port, "postgres") as c:
+        for role, login in [(r, True) for r in logins] + [(r, False) for r in groups]:
+            if not one(c, "SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,)):
+                c.execute(f"CREATE ROLE {role} {'LOGIN' if login else 'NOLOGIN'}")
+        for role, members in grants:
+            c.execute(f"GRANT {role} TO {', '.join(members)}")
+
+
 def wait_until(check, what, seconds):
     """check()'s first truthy value, polled every 0.1 s; fails after seconds."""
     deadline = time.monotonic() + seconds

@@ -9,7 +9,7 @@ import sys
 
 import psycopg
 
-from harness import connect as _connect, expect_error, fresh_database, one, run_tests
+from harness import connect as _connect, ensure_roles, expect_error, fresh_database, one, run_tests
 
 PORT = int(sys.argv[1])
 DB = "fb_redteam"
@@ -26,18 +26,10 @@ def connect(user="postgres", autocommit=True):
 
 def setup():
     fresh_database(PORT, DB)
+    ensure_roles(PORT, (READER, WRITER, REVIEWER, MALLORY, ALICE, BOB), (TEAM_A, TEAM_B),
+                 [("feedback_reader", [READER]), ("feedback_writer", [WRITER, MALLORY, ALICE, BOB]),
+                  ("feedback_reviewer", [REVIEWER]), (TEAM_A, [ALICE]), (TEAM_B, [BOB])])
     with _connect(PORT, "postgres") as c:
-        for role in (READER, WRITER, REVIEWER, MALLORY, ALICE, BOB):
-            if not one(c, "SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,)):
-                c.execute(f"CREATE ROLE {role} LOGIN")
-        for role in (TEAM_A, TEAM_B):
-            if not one(c, "SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,)):
-                c.execute(f"CREATE ROLE {role} NOLOGIN")
-        c.execute(f"GRANT feedback_reader TO {READER}")
-        c.execute(f"GRANT feedback_writer TO {WRITER}, {MALLORY}, {ALICE}, {BOB}")
-        c.execute(f"GRANT feedback_reviewer TO {REVIEWER}")
-        c.execute(f"GRANT {TEAM_A} TO {ALICE}")
-        c.execute(f"GRANT {TEAM_B} TO {BOB}")
         c.execute(f"GRANT CREATE, TEMPORARY ON DATABASE {DB} TO {WRITER}")
     with connect(BOB) as b:
         for i, (lesson, correction) in enumerate([

@@ -19,6 +19,8 @@
 
 #[path = "common/corpus.rs"]
 mod corpus;
+#[path = "common/rate.rs"]
+mod rate;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -27,41 +29,10 @@ use std::time::{Duration, Instant};
 use corpus::{examples, family_group, load_author, sample_notes, Row, INDEPENDENT_AUTHORS, TEST_AUTHOR};
 use feedback_core::guard::learned::{self, fit, FitParams, Model};
 use feedback_core::guard::{screen_note_with, screen_with, Finding};
+use rate::Rate;
 
 const MIN_DETECTION: f64 = 0.80;
 const MAX_FALSE_POSITIVES: f64 = 0.02;
-
-#[derive(Default, Clone, Copy)]
-struct Rate {
-    hits: usize,
-    total: usize,
-}
-
-impl Rate {
-    fn add(&mut self, hit: bool) {
-        self.total += 1;
-        self.hits += usize::from(hit);
-    }
-    fn merge(mut self, o: Rate) -> Rate {
-        self.hits += o.hits;
-        self.total += o.total;
-        self
-    }
-    fn value(self) -> f64 {
-        if self.total == 0 {
-            0.0
-        } else {
-            self.hits as f64 / self.total as f64
-        }
-    }
-    fn show(self) -> String {
-        if self.total == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.3} ({}/{})", self.value(), self.hits, self.total)
-        }
-    }
-}
 
 /// What each detector said about a row.
 struct Verdict {

@@ -16,12 +16,16 @@
 //! (comma-separated, default none) are printed:
 //!     FB_SECRETS_SHOW_MISSES=project,D cargo test -p feedback_core --test secrets_corpus -- --nocapture
 
+#[path = "common/rate.rs"]
+mod rate;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use feedback_core::guard::redact;
+use rate::Rate;
 use serde_json::Value;
 
 /// The author whose rows no rule was tuned on.
@@ -75,34 +79,6 @@ fn parse(line: &str) -> Option<Row> {
         && secrets.iter().all(|s| !s.is_empty() && text.contains(s.as_str()))
         && secret != secrets.is_empty();
     valid.then_some(Row { line: 0, secret, format, text, secrets })
-}
-
-/// hits / total.
-#[derive(Default, Clone, Copy)]
-struct Rate {
-    hits: usize,
-    total: usize,
-}
-
-impl Rate {
-    fn add(&mut self, hit: bool) {
-        self.total += 1;
-        self.hits += usize::from(hit);
-    }
-    fn value(self) -> f64 {
-        if self.total == 0 {
-            0.0
-        } else {
-            self.hits as f64 / self.total as f64
-        }
-    }
-    fn show(self) -> String {
-        if self.total == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.3} ({}/{})", self.value(), self.hits, self.total)
-        }
-    }
 }
 
 #[derive(Default)]
