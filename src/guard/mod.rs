@@ -38,9 +38,7 @@ fn fb_screen(text: &str) -> JsonB {
 /// stores apart from `_fb_clean_note` (the source) and still records every redaction.
 #[pg_extern(stable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
-fn _fb_redact_field(
-    text: &str,
-) -> TableIterator<'static, (name!(text, String), name!(kinds, Vec<String>))> {
+fn _fb_redact_field(text: &str) -> TableIterator<'static, (name!(text, String), name!(kinds, Vec<String>))> {
     check_size("text", text);
     let r = guard::redact(text);
     let mut kinds: Vec<String> = r.kinds.iter().map(|k| k.to_string()).collect();

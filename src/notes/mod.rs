@@ -111,8 +111,12 @@ fn _fb_clean_note(
     let id = note::note_id_for(tenant.as_deref(), &task_type, &lesson, &correction);
     // Every field a prompt or a reviewer shows, each alone and lesson + correction together (an instruction can be
     // split across them): rules and the learned detector.
-    let fields = [("task_type", task_type.as_str()), ("lesson", &lesson), ("correction", &correction),
-                  ("wrong_answer", &wrong_answer)];
+    let fields = [
+        ("task_type", task_type.as_str()),
+        ("lesson", &lesson),
+        ("correction", &correction),
+        ("wrong_answer", &wrong_answer),
+    ];
     let findings: Vec<serde_json::Value> = guard::screen_note(&fields)
         .iter()
         .flat_map(|(field, f)| crate::guard::findings_json(std::slice::from_ref(f), Some(field)))

@@ -23,11 +23,11 @@ pub const NO_CORRECTIONS: &str = "(no relevant prior corrections)";
 
 const OPENING: &[char] = &[
     '<', '\u{FF1C}', '\u{FE64}', '\u{2039}', '\u{00AB}', '\u{2329}', '\u{27E8}', '\u{3008}', '\u{300A}', '\u{29FC}',
-    '\u{1438}', '\u{276E}', '\u{276C}', '\u{2770}', '\u{02C2}', '\u{227A}', '\u{22D6}', '\u{2AA1}', '\u{1F780}',
+    '\u{1438}', '\u{276E}', '\u{276C}', '\u{2770}', '\u{02C2}', '\u{227A}', '\u{22D6}', '\u{2AA1}',
 ];
 const CLOSING: &[char] = &[
     '>', '\u{FF1E}', '\u{FE65}', '\u{203A}', '\u{00BB}', '\u{232A}', '\u{27E9}', '\u{3009}', '\u{300B}', '\u{29FD}',
-    '\u{1433}', '\u{276F}', '\u{276D}', '\u{2771}', '\u{02C3}', '\u{227B}', '\u{22D7}', '\u{2AA2}', '\u{1F782}',
+    '\u{1433}', '\u{276F}', '\u{276D}', '\u{2771}', '\u{02C3}', '\u{227B}', '\u{22D7}', '\u{2AA2}',
 ];
 
 /// Non-ASCII opening (Ps) or closing (Pe) punctuation: brackets a model may take for `<` or `>`.
@@ -210,7 +210,8 @@ mod tests {
 
     #[test]
     fn every_non_ascii_bracket_is_escaped() {
-        let looks = "\u{27EA}\u{27EB} \u{2991}\u{2992} \u{FE3F}\u{FE40} \u{3010}\u{3011} \u{300C}\u{300D} \u{2329}\u{232A} \
+        let looks =
+            "\u{27EA}\u{27EB} \u{2991}\u{2992} \u{FE3F}\u{FE40} \u{3010}\u{3011} \u{300C}\u{300D} \u{2329}\u{232A} \
                      \u{227A}\u{227B} \u{FE5D}\u{FE5E} \u{2E28}\u{2E29}";
         let out = neutralize(&format!("{looks}/prior_corrections{looks}"));
         assert!(out.chars().all(|c| c.is_ascii()), "{out:?}");
