@@ -425,9 +425,9 @@ CREATE TRIGGER feedback_audit_no_truncate BEFORE TRUNCATE ON feedback_audit
 -- Write path
 ------------------------------------------------------------------------------------------------------------------
 
--- A note with the server's cleaning applied (Rust, _fb_clean_note and _fb_redact_field): blank or oversized
--- fields refused, secrets redacted (source too) and each kind recorded, task_type and tenant normalised, content hashed from the redacted content (and tenant), lesson and
--- correction screened. Used by the insert and update triggers.
+-- A note with the server's cleaning applied (Rust: _fb_clean_note, and _fb_clean_field for the source): blank or
+-- oversized fields refused, secrets redacted and each kind recorded, task_type and tenant normalised, content
+-- hashed from the redacted content (and tenant), every field screened. Used by the insert and update triggers.
 CREATE FUNCTION _fb_cleaned(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -437,7 +437,7 @@ DECLARE
     s record;
 BEGIN
     SELECT * INTO c FROM _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant);
-    SELECT * INTO s FROM _fb_redact_field(n.source);   -- NULL source: no row, s stays NULL
+    SELECT * INTO s FROM _fb_clean_field('source', n.source);   -- NULL source: no row, s stays NULL
     n.content_hash := c.content_hash;
     n.task_type := c.task_type;
     n.wrong_answer := c.wrong_answer;
@@ -445,15 +445,14 @@ BEGIN
     n.lesson := c.lesson;
     n.tenant := c.tenant;
     n.source := s.text;
-    -- The source reaches reviewers too: screened, its findings tagged with the field.
-    n.screening := c.screening || coalesce((SELECT jsonb_agg(jsonb_build_object('field', 'source') || f)
-                                              FROM jsonb_array_elements(fb_screen(s.text)) f), '[]');
+    n.screening := c.screening || coalesce(s.screening, '[]');
     n.redactions := ARRAY(SELECT DISTINCT k FROM unnest(c.redactions || s.kinds) k WHERE k IS NOT NULL ORDER BY k);
     RETURN n;
 END $$;
 COMMENT ON FUNCTION _fb_cleaned(feedback_notes) IS 'Internal: a note as the server stores it (see _fb_clean_note).';
-COMMENT ON FUNCTION _fb_redact_field(text) IS
-    'Internal: one field (a note''s source) with secrets redacted, and the kinds of secret replaced.';
+COMMENT ON FUNCTION _fb_clean_field(text, text) IS
+    'Internal: one field a note stores apart from _fb_clean_note (its source), redacted and screened in one call: '
+    'the text, the kinds of secret replaced, the findings tagged with the field.';
 
 -- A cleaned note's source (provenance, already redacted by _fb_cleaned, which records its redactions) as
 -- stored: whitespace normalised, 'review_ui' when blank.

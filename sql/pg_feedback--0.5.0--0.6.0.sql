@@ -47,19 +47,22 @@ COMMENT ON VIEW feedback_active_notes IS
 
 
 -- The write path: cleaning (task_type and source redacted, redactions recorded), triggers as the owner
-CREATE FUNCTION "_fb_redact_field"(
-	"text" TEXT
+CREATE FUNCTION "_fb_clean_field"(
+	"field" TEXT,
+	"value" TEXT
 ) RETURNS TABLE (
 	"text" TEXT,
-	"kinds" TEXT[]
+	"kinds" TEXT[],
+	"screening" jsonb
 )
 STRICT STABLE PARALLEL SAFE
 SET search_path TO pg_catalog, @extschema@, pg_temp
 LANGUAGE c
-AS 'MODULE_PATHNAME', '_fb_redact_field_wrapper';
+AS 'MODULE_PATHNAME', '_fb_clean_field_wrapper';
 
-COMMENT ON FUNCTION _fb_redact_field(text) IS
-    'Internal: one field (a note''s source) with secrets redacted, and the kinds of secret replaced.';
+COMMENT ON FUNCTION _fb_clean_field(text, text) IS
+    'Internal: one field a note stores apart from _fb_clean_note (its source), redacted and screened in one call: '
+    'the text, the kinds of secret replaced, the findings tagged with the field.';
 
 CREATE OR REPLACE FUNCTION _fb_cleaned(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql STABLE
@@ -70,7 +73,7 @@ DECLARE
     s record;
 BEGIN
     SELECT * INTO c FROM _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant);
-    SELECT * INTO s FROM _fb_redact_field(n.source);   -- NULL source: no row, s stays NULL
+    SELECT * INTO s FROM _fb_clean_field('source', n.source);   -- NULL source: no row, s stays NULL
     n.content_hash := c.content_hash;
     n.task_type := c.task_type;
     n.wrong_answer := c.wrong_answer;
@@ -78,9 +81,7 @@ BEGIN
     n.lesson := c.lesson;
     n.tenant := c.tenant;
     n.source := s.text;
-    -- The source reaches reviewers too: screened, its findings tagged with the field.
-    n.screening := c.screening || coalesce((SELECT jsonb_agg(jsonb_build_object('field', 'source') || f)
-                                              FROM jsonb_array_elements(fb_screen(s.text)) f), '[]');
+    n.screening := c.screening || coalesce(s.screening, '[]');
     n.redactions := ARRAY(SELECT DISTINCT k FROM unnest(c.redactions || s.kinds) k WHERE k IS NOT NULL ORDER BY k);
     RETURN n;
 END $$;
@@ -658,7 +659,7 @@ COMMENT ON COLUMN feedback_notes.screening IS
 
 -- Privileges: nothing new for PUBLIC; readers and writers lose every internal function of the write and
 -- retrieval paths; reviewers get what fb_eval, fb_calibrate, fb_eval_ann and the review queue call as them.
-REVOKE ALL ON FUNCTION _fb_visible_notes(), _fb_redact_field(text),
+REVOKE ALL ON FUNCTION _fb_visible_notes(), _fb_clean_field(text, text),
                        _fb_purge_note(bigint, text, text, text), fb_notes_by(text, timestamptz),
                        fb_purge_by(text, timestamptz, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION

@@ -49,7 +49,7 @@ extension_sql_file!(
         notes::conflict::_fb_on_conflict_do_nothing,
         guard::fb_screen,
         guard::fb_redact,
-        guard::_fb_redact_field,
+        guard::_fb_clean_field,
     ]
 );
 extension_sql_file!("../sql/review.sql", name = "review", requires = ["notes"]);

@@ -34,17 +34,22 @@ fn fb_screen(text: &str) -> JsonB {
     JsonB(serde_json::Value::Array(findings_json(&guard::screen(text), None)))
 }
 
-/// One field redacted, with the kinds of secret replaced (sorted, each once): how the write path cleans a field it
-/// stores apart from `_fb_clean_note` (the source) and still records every redaction.
+/// One field a note stores apart from `_fb_clean_note` (the source), cleaned the same way in one call: secrets
+/// redacted, the kinds replaced (sorted, each once), and the redacted text screened, each finding tagged with the
+/// field's name.
 #[pg_extern(stable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
-fn _fb_redact_field(text: &str) -> TableIterator<'static, (name!(text, String), name!(kinds, Vec<String>))> {
-    check_size("text", text);
-    let r = guard::redact(text);
+fn _fb_clean_field(
+    field: &str,
+    value: &str,
+) -> TableIterator<'static, (name!(text, String), name!(kinds, Vec<String>), name!(screening, JsonB))> {
+    check_size(field, value);
+    let r = guard::redact(value);
     let mut kinds: Vec<String> = r.kinds.iter().map(|k| k.to_string()).collect();
     kinds.sort();
     kinds.dedup();
-    TableIterator::once((r.text, kinds))
+    let findings = findings_json(&guard::screen(&r.text), Some(field));
+    TableIterator::once((r.text, kinds, JsonB(serde_json::Value::Array(findings))))
 }
 
 /// The text with every secret replaced by a typed placeholder, e.g. `[REDACTED:aws_access_key]`.

@@ -6,7 +6,7 @@ use pgrx::JsonB;
 
 use crate::error::FbError;
 use crate::gucs;
-pub use crate::host::check_size;
+use crate::host::check_size;
 
 pub mod conflict;
 
@@ -57,7 +57,7 @@ fn fb_document_text(task_type: &str, lesson: &str) -> String {
 /// A submitted note as the server stores it: required fields present and within pg_feedback.max_input_bytes,
 /// secrets redacted in every text field (task_type too, each redaction recorded), task_type normalised, the id
 /// hashed from the redacted content (and tenant), lesson and correction screened for instructions. The source is
-/// cleaned by `_fb_redact_field`. STABLE: the size limit is a setting.
+/// cleaned by `_fb_clean_field`. STABLE: the size limit is a setting.
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 #[allow(clippy::type_complexity)]
