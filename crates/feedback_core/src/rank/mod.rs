@@ -5,8 +5,12 @@
 //! - [`select`]: which candidates the cross-encoder scores at all (selective reranking).
 //! - [`metrics`]: what a returned list is worth against graded judgments (fb_eval and calibration).
 //! - [`calibrate`]: choosing floors, cuts and the selective-reranking bounds on golden questions.
+//! - [`code`]: reading code inputs: prose or code, a diff's post-image, segments, identifier words.
+//! - [`decide`]: the learned final decision for code inputs (features, logistic regression, threshold).
 
 pub mod calibrate;
+pub mod code;
+pub mod decide;
 pub mod metrics;
 pub mod select;
 
