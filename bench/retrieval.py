@@ -4,10 +4,13 @@
   candidate_k = 20 come back and their recall against exact search, for plain HNSW (ef_search 40, no iterative
   scan), pgvector's iterative scan (what fb_retrieve uses above pg_feedback.exact_scan_limit) and the exact path;
 - fb_retrieve latency p50/p95 at 10k and 100k notes, with and without the cross-encoder, filtered to one type;
-- the cross-encoder's cost per candidate.
+- the cross-encoder's cost per candidate;
+- code inputs (the held-out authors' golden code inputs, data/golden_code E and F): default fb_retrieve latency at
+  10k and 100k notes (segmentation and the learned decision included) and what one more segment costs.
 """
 
 import csv
+import json
 import random
 import statistics
 import time
@@ -25,6 +28,52 @@ def questions(n, seed=11):
     types, _ = data.task_types()
     picked = rng.sample(rows, n)
     return [(r["question"], rng.choice([t for t in types if data.base_of(t) == r["task_type"]])) for r in picked]
+
+
+def code_inputs(n, seed=13):
+    """n held-out code inputs (authors E and F), each aimed at one team's task type of its base type, with how many
+    texts fb_retrieve embeds for it (the input and its segments)."""
+    rows = []
+    for author in ("E", "F"):
+        with open(ROOT / "data" / "golden_code" / f"{author}.jsonl") as f:
+            rows += [json.loads(line) for line in f if line.strip()]
+    rng = random.Random(seed)
+    types, _ = data.task_types()
+    picked = rng.sample(rows, min(n, len(rows)))
+    return [((r["question"] + "\n" if r["question"] else "") + r["input"],
+             rng.choice([t for t in types if data.base_of(t) == r["task_type"]])) for r in picked]
+
+
+def code_latency(port, db, qs):
+    """Default fb_retrieve on code inputs: p50, p95, rows per input, mean lines and texts embedded per input."""
+    with connect(port, db) as c:
+        c.execute("SELECT fb_embed_query('warm-up')")
+        lat, rows, texts = [], 0, []
+        for q, t in qs:
+            texts.append(1 + c.execute("SELECT cardinality(_fb_segments(%s))", (q,)).fetchone()[0])
+            t0 = time.perf_counter()
+            rows += len(c.execute("SELECT id FROM fb_retrieve(%s, %s)", (q, t)).fetchall())
+            lat.append((time.perf_counter() - t0) * 1000)
+    lines = statistics.mean(q.count("\n") + 1 for q, _ in qs)
+    return statistics.median(lat), percentile(lat, 95), rows / len(qs), lines, statistics.mean(texts)
+
+
+def segment_cost(port, qs):
+    """Milliseconds one more embedded text costs: fb_embed_batch of an input with its segments against the input
+    alone (distinct texts, so no cache hit), per extra text."""
+    with connect(port, "feedback_bench_10k") as c:
+        per = []
+        for i, (q, _) in enumerate(qs):
+            segs = c.execute("SELECT _fb_segments(%s)", (q,)).fetchone()[0]
+            if not segs:
+                continue
+            t0 = time.perf_counter()
+            c.execute("SELECT fb_embed_batch(%s::text[], true)", ([f"{i} alone {q}"],)).fetchone()
+            one_text = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            c.execute("SELECT fb_embed_batch(%s::text[], true)", ([f"{i} whole {q}"] + [f"{i} {s}" for s in segs],)).fetchone()
+            per.append((time.perf_counter() - t0 - one_text) / len(segs))
+    return statistics.median(per) * 1000
 
 
 def candidate_recall(port, qs, k=20):
@@ -100,6 +149,12 @@ def run(port, n_queries=40, log=print):
             p50, p95, avg_rows = retrieve_latency(port, db, qs, rerank)
             how = "with rerank (20 candidates)" if rerank else "without rerank (cosine)"
             rows.append((f"fb_retrieve at {label} notes, {how}", f"p50 {p50:.0f} ms, p95 {p95:.0f} ms ({avg_rows:.1f} rows/query)"))
+    cqs = code_inputs(n_queries)
+    for db, label in (("feedback_bench_10k", "10k"), ("feedback_bench_100k", "100k")):
+        p50, p95, avg_rows, lines, texts = code_latency(port, db, cqs)
+        rows.append((f"fb_retrieve at {label} notes, code inputs (held-out authors, {lines:.0f} lines and {texts:.1f} "
+                     f"texts embedded on average), defaults", f"p50 {p50:.0f} ms, p95 {p95:.0f} ms ({avg_rows:.1f} rows/input)"))
+    rows.append(("code inputs: one more segment embedded", f"{segment_cost(port, cqs):.1f} ms"))
     ms20, ms1 = rerank_cost(port, qs)
     rows.append(("cross-encoder cost: 20 candidates in one run", f"p50 {ms20:.0f} ms = {ms20 / 20:.1f} ms per candidate "
                                                                  f"(1 candidate alone: {ms1:.1f} ms)"))

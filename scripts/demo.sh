@@ -20,12 +20,14 @@ fb_psql -d feedback -qc "SET client_min_messages = warning; CREATE EXTENSION IF 
 if [ "$(fb_psql -d feedback -tAc "SELECT count(*) FROM feedback_notes WHERE source = 'sample'")" = 0 ]; then
     log "loading the sample notes (COPY: embedded in batched model runs by the insert trigger)"
     fb_psql -d feedback -qc "\\copy feedback_notes (task_type, wrong_answer, correction, lesson, source) FROM '$ROOT/data/sample_notes.csv' WITH (FORMAT csv, HEADER true)"
+    fb_psql -d feedback -q -v sample_contexts="$ROOT/data/sample_contexts.csv" -f "$ROOT/data/load_contexts.sql"
 fi
 
 if [ "$(fb_psql -d feedback -tAc "SELECT count(*) FROM feedback_golden")" = 0 ]; then
-    log "loading the golden questions and their graded judgments for fb_eval and fb_calibrate"
+    log "loading the golden questions and code inputs with their graded judgments for fb_eval and fb_calibrate"
     fb_psql -d feedback -q -v golden_questions="$ROOT/data/golden_questions.csv" \
-        -v golden_judgments="$ROOT/data/golden_judgments.csv" -f "$ROOT/data/load_golden.sql"
+        -v golden_judgments="$ROOT/data/golden_judgments.csv" -f "$ROOT/data/load_golden.sql" \
+        -v golden_code="$ROOT/data/golden_code" -f "$ROOT/data/load_golden_code.sql"
 fi
 
 fb_psql -d feedback <<'SQL'

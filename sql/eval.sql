@@ -120,7 +120,8 @@ CREATE FUNCTION fb_eval(k integer DEFAULT 3, record boolean DEFAULT true, model 
                         split text DEFAULT NULL)
     RETURNS TABLE (task_type text, questions integer, answerable integer, recall_at_k real, mrr real,
                    ndcg_at_k real, no_answer integer, no_answer_correct real, "precision" real, misled_share real,
-                   mean_injected real, embedding_model text, scored_by text)
+                   mean_injected real, embedding_model text, scored_by text, kind text, applicable_injected real,
+                   injected_apply real)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     SET pg_feedback.log_retrievals = off
@@ -148,17 +149,22 @@ BEGIN
     END IF;
 
     WITH answers AS MATERIALIZED (   -- each question is retrieved once
-        SELECT g.id, g.task_type,
+        SELECT g.id, g.task_type, _fb_input_kind(g.query) AS kind,
                (SELECT array_agg(r.id ORDER BY r.rank)
                   FROM fb_retrieve(g.query, g.task_type, greatest(20, k), model => key) r) AS got
           FROM _fb_golden_questions(fb_eval.split) g
     ), scored AS (
-        SELECT _fb_task_type(a.task_type) AS task_type, m.*
+        SELECT a.kind, _fb_task_type(a.task_type) AS task_type, m.*,
+               -- Every note that applies (grade 2) and how many of them were injected, wherever they ranked.
+               (SELECT count(*) FROM unnest(gr.grades) x WHERE x = 2) AS applicable,
+               (SELECT count(*) FROM unnest(gr.note_ids, gr.grades) x(id, grade)
+                 WHERE x.grade = 2 AND x.id = ANY (a.got)) AS applied,
+               coalesce(cardinality(a.got), 0) AS returned
           FROM answers a
           LEFT JOIN _fb_golden_grades(fb_eval.split) gr ON gr.golden_id = a.id
          CROSS JOIN LATERAL _fb_question_metrics(a.got, gr.note_ids, gr.grades, k) m
     ), rows AS (
-        SELECT coalesce(s.task_type, '(all)') AS task_type,
+        SELECT coalesce(s.kind, '(all)') AS kind, coalesce(s.task_type, '(all)') AS task_type,
                count(*)::integer AS questions,
                count(*) FILTER (WHERE s.answerable)::integer AS answerable,
                (avg(s.hit::integer) FILTER (WHERE s.answerable))::real AS recall_at_k,
@@ -169,11 +175,14 @@ BEGIN
                (sum(s.relevant)::double precision / nullif(sum(s.injected), 0))::real AS "precision",
                (avg((s.relevant < s.injected)::integer) FILTER (WHERE s.answerable))::real AS misled_share,
                (avg(s.injected) FILTER (WHERE s.answerable))::real AS mean_injected,
-               grouping(s.task_type) AS overall
+               (sum(s.applied)::double precision / nullif(sum(s.applicable), 0))::real AS applicable_injected,
+               (sum(s.applied)::double precision / nullif(sum(s.returned), 0))::real AS injected_apply,
+               grouping(s.kind, s.task_type) AS overall
           FROM scored s
-         GROUP BY GROUPING SETS ((s.task_type), ())
+         GROUP BY GROUPING SETS ((s.kind, s.task_type), (s.kind), ())
     )
-    SELECT jsonb_agg(to_jsonb(r) - 'overall' ORDER BY r.overall, r.task_type) INTO result FROM rows r;
+    SELECT jsonb_agg(to_jsonb(r) - 'overall' ORDER BY r.overall = 3, r.kind, r.overall, r.task_type) INTO result
+      FROM rows r;
 
     IF record THEN
         INSERT INTO fb_eval_runs (k, embedding_model, scored_by, settings, questions, recall_at_k, mrr, ndcg_at_k,
@@ -185,24 +194,28 @@ BEGIN
                                             FROM feedback_retrieval_settings r)),
                (o ->> 'questions')::integer, (o ->> 'recall_at_k')::real, (o ->> 'mrr')::real,
                (o ->> 'ndcg_at_k')::real, (o ->> 'no_answer_correct')::real,
-               (SELECT jsonb_agg(e) FROM jsonb_array_elements(result) e WHERE e ->> 'task_type' <> '(all)'),
+               (SELECT jsonb_agg(e) FROM jsonb_array_elements(result) e WHERE e ->> 'kind' <> '(all)'),
                fb_eval.split, (o ->> 'precision')::real, (o ->> 'misled_share')::real,
                (o ->> 'mean_injected')::real
           FROM jsonb_array_elements(result) o
-         WHERE o ->> 'task_type' = '(all)';
+         WHERE o ->> 'kind' = '(all)';
     END IF;
 
     RETURN QUERY
     SELECT x.task_type, x.questions, x.answerable, x.recall_at_k, x.mrr, x.ndcg_at_k, x.no_answer,
-           x.no_answer_correct, x."precision", x.misled_share, x.mean_injected, key, scorer
-      FROM jsonb_to_recordset(result) AS x(task_type text, questions integer, answerable integer, recall_at_k real,
-                                           mrr real, ndcg_at_k real, no_answer integer, no_answer_correct real,
-                                           "precision" real, misled_share real, mean_injected real);
+           x.no_answer_correct, x."precision", x.misled_share, x.mean_injected, key, scorer, x.kind,
+           x.applicable_injected, x.injected_apply
+      FROM jsonb_to_recordset(result) AS x(kind text, task_type text, questions integer, answerable integer,
+                                           recall_at_k real, mrr real, ndcg_at_k real, no_answer integer,
+                                           no_answer_correct real, "precision" real, misled_share real,
+                                           mean_injected real, applicable_injected real, injected_apply real);
 END $$;
 
 COMMENT ON FUNCTION fb_eval(integer, boolean, text, text) IS
     'Scores retrieval on feedback_golden through fb_retrieve (same settings users get), on one split (tune, test) '
-    'or all questions (split NULL): per task_type and overall ("(all)", last row), over questions that expect a '
+    'or all questions (split NULL): per kind of input (prose questions, code: _fb_input_kind) and task_type, per '
+    'kind (task_type "(all)") and overall (kind and task_type "(all)", last row); applicable_injected: share of the notes that '
+    'apply (grade 2) that were injected, injected_apply: share of injected notes that apply; over questions that expect a '
     'note: recall@k (a note of the question''s top grade in the first k), MRR, graded nDCG@k, misled_share (share '
     'whose injected notes include one judged irrelevant) and mean_injected; over questions that expect none: the '
     'share that got zero rows; over all: precision (share of injected notes judged >= 1). Records the run in '
@@ -224,6 +237,8 @@ DECLARE
     key text := _fb_resolve_model(NULL);
     cross_encoder text := fb_rerank_model();
     data jsonb;
+    code_data jsonb;
+    decision jsonb;
     result jsonb;
     sel jsonb;
 BEGIN
@@ -248,6 +263,7 @@ BEGIN
     WITH golden AS (
         SELECT g.id, g.query, _fb_task_type(g.task_type) AS task_type
           FROM _fb_golden_questions(fb_calibrate.split) g
+         WHERE _fb_input_kind(g.query) = 'prose'
     ), candidates AS MATERIALIZED (
         SELECT g.id, g.query, g.task_type, c.ids, c.sims, c.passages
           FROM golden g
@@ -270,14 +286,38 @@ BEGIN
       INTO data
       FROM scored s
       LEFT JOIN _fb_golden_grades(fb_calibrate.split) gr ON gr.golden_id = s.id;
-    IF data IS NULL THEN
+    -- Code inputs: every candidate with what the learned decision reads, and the input's grades.
+    SELECT jsonb_agg(jsonb_build_object(
+               'query', g.query, 'n_segments', cardinality(v.segs),
+               'graded', coalesce((SELECT jsonb_agg(jsonb_build_array(gr.note_ids[i], gr.grades[i]))
+                                     FROM generate_subscripts(gr.note_ids, 1) i), '[]'),
+               'candidates', coalesce((SELECT jsonb_agg(jsonb_build_object('id', c.id, 'doc', c.doc,
+                                                                           'context', c.context,
+                                                                           'cosine', c.similarity,
+                                                                           'segment', c.segment) ORDER BY c.n)
+                                         FROM _fb_code_candidates(g.query, v.vectors, _fb_task_type(g.task_type), 20,
+                                                                  key)
+                                              WITH ORDINALITY AS c(id, lesson, correction, similarity, created_at,
+                                                                   segment, doc, context, n)), '[]')))
+      INTO code_data
+      FROM _fb_golden_questions(fb_calibrate.split) g
+     CROSS JOIN LATERAL (SELECT _fb_segments(g.query) AS segs) s
+     CROSS JOIN LATERAL (SELECT s.segs, fb_embed_batch(ARRAY[g.query] || s.segs, true, key) AS vectors) v
+      LEFT JOIN _fb_golden_grades(fb_calibrate.split) gr ON gr.golden_id = g.id
+     WHERE _fb_input_kind(g.query) = 'code';
+    IF data IS NULL AND code_data IS NULL THEN
         RAISE EXCEPTION 'feedback_golden has no % questions', coalesce(split, 'golden')
             USING ERRCODE = 'no_data_found',
                   HINT = 'Insert golden questions (split tune) and grade their notes before calibrating.';
     END IF;
+    IF code_data IS NOT NULL THEN
+        decision := _fb_fit_decision(code_data, max_notes => 5, embedding_model => key);
+    END IF;
 
-    result := _fb_calibrate_sweep(data, lambda, 3, per_task_type, min_questions, tolerance,
-                                  _fb_setting('pg_feedback.rerank_stage')::integer);
+    result := CASE WHEN data IS NOT NULL
+                   THEN _fb_calibrate_sweep(data, lambda, 3, per_task_type, min_questions, tolerance,
+                                            _fb_setting('pg_feedback.rerank_stage')::integer)
+                   ELSE jsonb_build_object('groups', jsonb_build_array(jsonb_build_object('group', '*'))) END;
     sel := result -> 'selective' -> 'policy';
 
     IF apply THEN
@@ -286,8 +326,8 @@ BEGIN
                                                  cosine_floor, cosine_relative_cut, cosine_max_notes,
                                                  rerank_max_pairs, rerank_min_cosine, rerank_cosine_gap,
                                                  rerank_decided, rerank_decided_gap, rerank_tie_margin,
-                                                 cosine_tie_margin, embedding_model, rerank_model, calibrated_by,
-                                                 calibration)
+                                                 cosine_tie_margin, decision, embedding_model, rerank_model,
+                                                 calibrated_by, calibration)
         SELECT g ->> 'group', (g ->> 'rerank')::boolean,
                (g -> 'cross_encoder' ->> 'floor')::real, coalesce((g -> 'cross_encoder' ->> 'relative_cut')::real, -1),
                (g -> 'cross_encoder' ->> 'max_notes')::integer,
@@ -301,6 +341,7 @@ BEGIN
                CASE WHEN g ->> 'group' = '*' THEN coalesce((sel ->> 'decided_gap')::real, 2) END,
                CASE WHEN g ->> 'group' = '*' THEN (result ->> 'rerank_tie_margin')::real END,
                CASE WHEN g ->> 'group' = '*' THEN (result ->> 'cosine_tie_margin')::real END,
+               CASE WHEN g ->> 'group' = '*' THEN decision END,
                key, cross_encoder, _fb_actor(),
                jsonb_build_object('split', fb_calibrate.split, 'lambda', lambda, 'tolerance', tolerance,
                                   'questions', g -> 'questions', 'cross_encoder', g -> 'cross_encoder' -> 'summary',
@@ -310,17 +351,27 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    SELECT g ->> 'group', (g ->> 'questions')::integer, (g ->> 'rerank')::boolean,
-           (g -> 'cross_encoder' ->> 'floor')::real, (g -> 'cross_encoder' ->> 'relative_cut')::real,
-           (g -> 'cross_encoder' ->> 'max_notes')::integer,
-           (g -> 'cosine' ->> 'floor')::real, (g -> 'cosine' ->> 'relative_cut')::real,
-           (g -> 'cosine' ->> 'max_notes')::integer,
-           (c -> 'summary' ->> 'recall')::real, (c -> 'summary' ->> 'precision')::real,
-           (c -> 'summary' ->> 'no_answer_correct')::real, (c ->> 'utility')::real
-      FROM jsonb_array_elements(result -> 'groups') g
-     CROSS JOIN LATERAL (SELECT CASE WHEN (g ->> 'rerank')::boolean THEN g -> 'cross_encoder'
-                                     ELSE g -> 'cosine' END AS c) chosen
-     ORDER BY g ->> 'group' <> '*', g ->> 'group';
+    SELECT x.* FROM (
+        SELECT g ->> 'group' AS grp, (g ->> 'questions')::integer, (g ->> 'rerank')::boolean,
+               (g -> 'cross_encoder' ->> 'floor')::real, (g -> 'cross_encoder' ->> 'relative_cut')::real,
+               (g -> 'cross_encoder' ->> 'max_notes')::integer,
+               (g -> 'cosine' ->> 'floor')::real, (g -> 'cosine' ->> 'relative_cut')::real,
+               (g -> 'cosine' ->> 'max_notes')::integer,
+               (c -> 'summary' ->> 'recall')::real, (c -> 'summary' ->> 'precision')::real,
+               (c -> 'summary' ->> 'no_answer_correct')::real, (c ->> 'utility')::real
+          FROM jsonb_array_elements(result -> 'groups') g
+         CROSS JOIN LATERAL (SELECT CASE WHEN (g ->> 'rerank')::boolean THEN g -> 'cross_encoder'
+                                         ELSE g -> 'cosine' END AS c) chosen
+         WHERE g ? 'questions'
+         UNION ALL
+        -- The learned decision for code inputs: what it gives on the inputs it was fitted on.
+        SELECT '(code)', (decision -> 'fitted_on' ->> 'inputs')::integer, NULL, NULL, NULL,
+               (decision ->> 'max_notes')::integer, NULL, NULL, NULL,
+               (decision -> 'fitted_on' -> 'outcome' ->> 'recall')::real,
+               (decision -> 'fitted_on' -> 'outcome' ->> 'precision')::real,
+               (decision -> 'fitted_on' -> 'outcome' ->> 'clean_empty')::real, NULL
+         WHERE decision IS NOT NULL) x
+     ORDER BY x.grp <> '*', x.grp = '(code)', x.grp;
 END $$;
 
 COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean) IS
@@ -332,7 +383,12 @@ COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean) IS
     'the cheapest selective-reranking bounds (fewest pairs at the 95th percentile, then on average) whose '
     'recall@3 and precision stay within tolerance of reranking every candidate, and the near-tie margins. With '
     'apply (default) it replaces the rows of feedback_retrieval_settings. Returns the chosen cut and its numbers '
-    'per row (of the scorer the row uses). Report on the other split with fb_eval(split => ''test'').';
+    'per row (of the scorer the row uses). Prose questions choose these; code inputs (_fb_input_kind) fit the '
+    'learned decision instead (_fb_fit_decision: logistic regression over each candidate''s features, the '
+    'threshold that maximises the worst of applicable notes injected, injected notes that apply and clean inputs '
+    'left empty, at most 5 notes), stored on the ''*'' row (decision) and reported as row ''(code)'' (recall_at_3: '
+    'applicable notes injected; precision: injected notes that apply; no_answer_correct: clean inputs left empty). '
+    'Report on the other split with fb_eval(split => ''test'').';
 CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20)
     RETURNS TABLE (task_type text, queries integer, recall real, ann_returned real)
     LANGUAGE plpgsql VOLATILE

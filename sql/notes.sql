@@ -30,7 +30,8 @@ CREATE TABLE feedback_notes (
     redactions           text[] NOT NULL DEFAULT '{}',
     CONSTRAINT feedback_notes_content_hash_key UNIQUE (content_hash),
     search_vector        tsvector GENERATED ALWAYS AS (
-                             to_tsvector('pg_catalog.english'::regconfig, lesson || ' ' || correction)) STORED
+                             to_tsvector('pg_catalog.english'::regconfig, lesson || ' ' || correction)) STORED,
+    context              text NOT NULL DEFAULT ''
 );
 ALTER SEQUENCE feedback_notes_id_seq OWNED BY feedback_notes.id;
 
@@ -372,7 +373,8 @@ CREATE TABLE feedback_note_merges (
     source       text NOT NULL,
     merged_by    text NOT NULL DEFAULT session_user,
     merged_at    timestamptz NOT NULL DEFAULT now(),
-    into_id      bigint NOT NULL REFERENCES feedback_notes (id)
+    into_id      bigint NOT NULL REFERENCES feedback_notes (id),
+    context      text NOT NULL DEFAULT ''
 );
 CREATE INDEX feedback_note_merges_merged_hash_idx ON feedback_note_merges (merged_hash);
 CREATE INDEX feedback_note_merges_into_id_idx ON feedback_note_merges (into_id);
@@ -380,7 +382,7 @@ SELECT pg_catalog.pg_extension_config_dump('feedback_note_merges', '');
 COMMENT ON TABLE feedback_note_merges IS
     'Provenance of near-duplicate merges: a submitted note (merged_hash = its content hash, its text and source) '
     'that was folded into an existing note (into_id) because their embeddings had cosine similarity >= '
-    'pg_feedback.dup_threshold.';
+    'pg_feedback.dup_threshold; context: the reviewed input it carried.';
 
 ------------------------------------------------------------------------------------------------------------------
 -- Audit
@@ -435,9 +437,13 @@ CREATE FUNCTION _fb_cleaned(n feedback_notes) RETURNS feedback_notes
 DECLARE
     c record;
     s record;
+    x record;
 BEGIN
     SELECT * INTO c FROM _fb_clean_note(n.task_type, n.wrong_answer, n.correction, n.lesson, n.tenant);
     SELECT * INTO s FROM _fb_clean_field('source', n.source);   -- NULL source: no row, s stays NULL
+    -- The context (the reviewed input behind the note) is redacted, not screened: it is code, and it never reaches
+    -- a prompt (only lesson and correction do); fb_retrieve reads its words.
+    SELECT * INTO x FROM _fb_clean_field('context', coalesce(n.context, ''));
     n.content_hash := c.content_hash;
     n.task_type := c.task_type;
     n.wrong_answer := c.wrong_answer;
@@ -445,8 +451,10 @@ BEGIN
     n.lesson := c.lesson;
     n.tenant := c.tenant;
     n.source := s.text;
+    n.context := x.text;
     n.screening := c.screening || coalesce(s.screening, '[]');
-    n.redactions := ARRAY(SELECT DISTINCT k FROM unnest(c.redactions || s.kinds) k WHERE k IS NOT NULL ORDER BY k);
+    n.redactions := ARRAY(SELECT DISTINCT k FROM unnest(c.redactions || s.kinds || x.kinds) k WHERE k IS NOT NULL
+                           ORDER BY k);
     RETURN n;
 END $$;
 COMMENT ON FUNCTION _fb_cleaned(feedback_notes) IS 'Internal: a note as the server stores it (see _fb_clean_note).';
@@ -473,7 +481,8 @@ CREATE UNLOGGED TABLE feedback_pending_reports (
     tenant        text,
     task_type     text NOT NULL,
     wrong_answer  text NOT NULL,
-    source        text
+    source        text,
+    context       text NOT NULL DEFAULT ''
 );
 CREATE INDEX feedback_pending_reports_xid_idx ON feedback_pending_reports (xid);
 COMMENT ON TABLE feedback_pending_reports IS
@@ -503,9 +512,10 @@ BEGIN
                     WHERE f.content_hash = n.content_hash AND f.tenant IS NOT DISTINCT FROM n.tenant) THEN
         RETURN n;
     END IF;
-    INSERT INTO feedback_pending_reports (content_hash, tenant, task_type, wrong_answer, source)
+    INSERT INTO feedback_pending_reports (content_hash, tenant, task_type, wrong_answer, source, context)
     VALUES (n.content_hash, n.tenant, n.task_type, coalesce(n.wrong_answer, ''),
-            CASE WHEN n.source IS NULL OR _fb_normalize(n.source) <> '' THEN _fb_source(n.source) END);
+            CASE WHEN n.source IS NULL OR _fb_normalize(n.source) <> '' THEN _fb_source(n.source) END,
+            coalesce(n.context, ''));
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
@@ -514,7 +524,7 @@ COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
 
 -- Counts the re-submissions this transaction's current statement noted (feedback_pending_reports) on the stored
 -- notes, in content-hash order, with the caller holding their near-duplicate locks: report_count grows by the number
--- of reports, wrong_answer and source take the latest non-blank ones. A purged note counts the report but takes no
+-- of reports, wrong_answer, source and context take the latest non-blank ones. A purged note counts the report but takes no
 -- text: its text was removed on purpose. A report on a note that is not active leaves its status alone (a reviewer
 -- decides) and says so in a NOTICE.
 CREATE FUNCTION _fb_count_reports() RETURNS integer
@@ -529,7 +539,8 @@ BEGIN
     FOR rep IN
         SELECT p.content_hash, p.tenant, count(*) AS reports,
                (array_agg(p.wrong_answer ORDER BY p.ord DESC) FILTER (WHERE p.wrong_answer <> ''))[1] AS wrong_answer,
-               (array_agg(p.source ORDER BY p.ord DESC) FILTER (WHERE p.source IS NOT NULL))[1] AS source
+               (array_agg(p.source ORDER BY p.ord DESC) FILTER (WHERE p.source IS NOT NULL))[1] AS source,
+               (array_agg(p.context ORDER BY p.ord DESC) FILTER (WHERE btrim(p.context) <> ''))[1] AS context
           FROM feedback_pending_reports p
          WHERE p.xid = pg_current_xact_id()
          GROUP BY p.content_hash, p.tenant
@@ -541,6 +552,7 @@ BEGIN
            SET wrong_answer = CASE WHEN f.status = 'purged' THEN f.wrong_answer
                                    ELSE coalesce(rep.wrong_answer, f.wrong_answer) END,
                source = CASE WHEN f.status = 'purged' THEN f.source ELSE coalesce(rep.source, f.source) END,
+               context = CASE WHEN f.status = 'purged' THEN f.context ELSE coalesce(rep.context, f.context) END,
                updated_at = now(),
                report_count = f.report_count + rep.reports
          WHERE f.id = coalesce(
@@ -832,12 +844,14 @@ BEGIN
          LIMIT 1;
         CONTINUE WHEN near.id IS NULL OR near.similarity < threshold;
         UPDATE feedback_notes
-           SET report_count = report_count + r.report_count, source = r.source, updated_at = now()
+           SET report_count = report_count + r.report_count, source = r.source, updated_at = now(),
+               context = CASE WHEN btrim(context) = '' THEN r.context ELSE context END
          WHERE id = near.id AND status = 'active';
         CONTINUE WHEN NOT FOUND;   -- deprecated meanwhile by a reviewer: the new note stays
         INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
-                                          merged_by)
-        VALUES (r.content_hash, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source, _fb_actor());
+                                          merged_by, context)
+        VALUES (r.content_hash, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source, _fb_actor(),
+                r.context);
         INSERT INTO feedback_audit (actor, action, note_id, detail)
         VALUES (_fb_actor(), 'merge', near.id,
                 jsonb_build_object('merged_hash', r.content_hash, 'similarity', round(near.similarity::numeric, 4)));
@@ -856,7 +870,7 @@ COMMENT ON FUNCTION _fb_merge_near_duplicates(bigint[]) IS
 -- insert (redaction, screening, content hash); the id stays, so merges, golden questions and audit rows still
 -- point at the note. A new vector of the active model when the embedded text changed; the other slot's vector
 -- is then stale and goes (fb_reembed or fb_switch_model recompute it). A change of wrong_answer alone (a counted
--- re-submission) is only redacted: the identity, screening and vectors stay.
+-- re-submission) or of the context is only redacted: the identity, screening and vectors stay.
 CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -871,6 +885,7 @@ BEGIN
     IF (NEW.task_type, NEW.lesson, NEW.correction, NEW.tenant) IS NOT DISTINCT FROM
        (OLD.task_type, OLD.lesson, OLD.correction, OLD.tenant) THEN
         NEW.wrong_answer := fb_redact(NEW.wrong_answer);
+        NEW.context := fb_redact(NEW.context);
         NEW.updated_at := now();
         RETURN NEW;
     END IF;
@@ -905,7 +920,7 @@ CREATE TRIGGER feedback_notes_after_insert AFTER INSERT ON feedback_notes
     REFERENCING NEW TABLE AS inserted_notes
     FOR EACH STATEMENT EXECUTE FUNCTION _fb_notes_after_insert();
 CREATE TRIGGER feedback_notes_before_update
-    BEFORE UPDATE OF task_type, wrong_answer, lesson, correction, tenant ON feedback_notes
+    BEFORE UPDATE OF task_type, wrong_answer, lesson, correction, tenant, context ON feedback_notes
     FOR EACH ROW EXECUTE FUNCTION _fb_notes_before_update();
 
 COMMENT ON FUNCTION _fb_notes_before_insert() IS
@@ -953,7 +968,7 @@ COMMENT ON FUNCTION _fb_ingest_outcomes(text[]) IS
 
 -- SECURITY DEFINER so that it can learn which rows its INSERT created (RETURNING) while writers have no SELECT
 -- on feedback_notes; the triggers act for the caller all the same (_fb_actor: provenance, tenant and restore checks).
-CREATE FUNCTION fb_ingest_batch(notes fb_note_input[], tenant text DEFAULT NULL)
+CREATE FUNCTION fb_ingest_batch(notes fb_note_input[], tenant text DEFAULT NULL, contexts text[] DEFAULT NULL)
     RETURNS TABLE (id bigint, action text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -962,6 +977,11 @@ CREATE FUNCTION fb_ingest_batch(notes fb_note_input[], tenant text DEFAULT NULL)
 DECLARE
     inserted text[];
 BEGIN
+    IF notes IS NOT NULL AND contexts IS NOT NULL AND cardinality(contexts) <> cardinality(notes) THEN
+        RAISE EXCEPTION 'contexts has % elements for % notes', cardinality(contexts), cardinality(notes)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass one context per note, in the same order (NULL or '''' for a note without one), or none.';
+    END IF;
     -- RETURNING lists the rows this INSERT really added: a re-submission of a stored note is turned into a
     -- counted report by the insert trigger and is not returned. Two sessions inserting the same new note at once
     -- meet at the content hash: the loser's whole INSERT is rolled back to its savepoint and run again, and then
@@ -970,8 +990,9 @@ BEGIN
     FOR attempt IN 1..3 LOOP
         BEGIN
             WITH ins AS (
-                INSERT INTO feedback_notes AS f (task_type, wrong_answer, correction, lesson, source, tenant)
-                SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, n.source, fb_ingest_batch.tenant
+                INSERT INTO feedback_notes AS f (task_type, wrong_answer, correction, lesson, source, tenant, context)
+                SELECT n.task_type, coalesce(n.wrong_answer, ''), n.correction, n.lesson, n.source, fb_ingest_batch.tenant,
+                       coalesce(contexts[n.ord], '')
                   FROM unnest(notes) WITH ORDINALITY AS n(task_type, wrong_answer, correction, lesson, source, ord)
                  ORDER BY fb_content_hash(n.task_type, n.lesson, n.correction, fb_ingest_batch.tenant), ord
                 RETURNING f.content_hash)
@@ -1015,23 +1036,25 @@ BEGIN
 END $$;
 
 CREATE FUNCTION fb_ingest(task_type text, wrong_answer text, correction text, lesson text,
-                          source text DEFAULT 'review_ui', tenant text DEFAULT NULL)
+                          source text DEFAULT 'review_ui', tenant text DEFAULT NULL, context text DEFAULT NULL)
     RETURNS TABLE (id bigint, action text)
     LANGUAGE sql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT * FROM fb_ingest_batch(ARRAY[ROW(task_type, wrong_answer, correction, lesson, source)::fb_note_input],
-                                      tenant);
+                                      tenant, ARRAY[context]);
     END;
 
-COMMENT ON FUNCTION fb_ingest_batch(fb_note_input[], text) IS
-    'Stores many notes with one INSERT (embedded in batched model runs), all of one tenant (NULL: shared). Returns, '
+COMMENT ON FUNCTION fb_ingest_batch(fb_note_input[], text, text[]) IS
+    'Stores many notes with one INSERT (embedded in batched model runs), all of one tenant (NULL: shared); '
+    'contexts: the reviewed input behind each note, in the same order (optional). Returns, '
     'in input order, each note''s id and action: inserted; pending when it waits for a reviewer (flagged by '
     'fb_screen, or pg_feedback.review = all); merged when it was folded into a near-duplicate (the id is then the '
     'existing note''s); for the same correction already stored (or repeated in the batch), a counted report: updated '
     'when that note is active, else its status (deprecated, pending, rejected, purged), which a report never changes.';
-COMMENT ON FUNCTION fb_ingest(text, text, text, text, text, text) IS
-    'Stores one note: returns its id and action (see fb_ingest_batch). Secrets are redacted first; submitting the '
+COMMENT ON FUNCTION fb_ingest(text, text, text, text, text, text, text) IS
+    'Stores one note: returns its id and action (see fb_ingest_batch); context: the reviewed input (code, diff) '
+    'the correction was made on, optional, whose words help match code under review. Secrets are redacted first; submitting the '
     'same correction again counts a report on the stored note (latest wrong_answer and source, report_count + 1), '
     'never duplicates it; a note whose embedding is within pg_feedback.dup_threshold of an active note of the same '
     'task_type and tenant is merged into it.';

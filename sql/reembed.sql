@@ -249,8 +249,8 @@ BEGIN
                   HINT = format('CALL fb_reembed(%L) first, then switch.', model);
     END IF;
     IF EXISTS (SELECT 1 FROM feedback_golden) THEN
-        SELECT e.recall_at_k INTO before_recall FROM fb_eval(3, false) e WHERE e.task_type = '(all)';
-        SELECT e.recall_at_k INTO after_recall FROM fb_eval(3, false, k) e WHERE e.task_type = '(all)';
+        SELECT e.recall_at_k INTO before_recall FROM fb_eval(3, false) e WHERE e.kind = '(all)';
+        SELECT e.recall_at_k INTO after_recall FROM fb_eval(3, false, k) e WHERE e.kind = '(all)';
         IF after_recall < before_recall AND NOT coalesce(force, false) THEN
             RAISE EXCEPTION 'switching to % would lower recall@3 on feedback_golden from % to %', k,
                             round(before_recall::numeric, 3), round(after_recall::numeric, 3)

@@ -23,14 +23,16 @@ CREATE TABLE feedback_retrieval_settings (
     rerank_model         text,
     calibrated_at        timestamptz NOT NULL DEFAULT now(),
     calibrated_by        text NOT NULL DEFAULT session_user,
-    calibration          jsonb NOT NULL DEFAULT '{}'
+    calibration          jsonb NOT NULL DEFAULT '{}',
+    decision             jsonb
 );
 SELECT pg_catalog.pg_extension_config_dump('feedback_retrieval_settings', '');
 COMMENT ON TABLE feedback_retrieval_settings IS
     'How fb_retrieve cuts and reranks, per task_type (''*'': every task_type without its own row), as fb_calibrate '
     'chose it on golden questions: whether reranking pays off, floors, relative cuts (drop notes scoring this far '
     'below the best), most notes returned, the selective-reranking bounds and the near-tie margins, with the '
-    'models and the numbers it was chosen on (calibration). A NULL column falls back to the ''*'' row, then to '
+    'models and the numbers it was chosen on (calibration); on the ''*'' row, decision: the learned final '
+    'decision for code inputs fb_calibrate fitted (NULL: the shipped one). A NULL column falls back to the ''*'' row, then to '
     'the pg_feedback.* setting of the same name. A row whose embedding_model is not the model searched, or whose '
     'rerank_model is not pg_feedback.rerank_model, does not apply (its floors and bounds are in another model''s '
     'scale). Delete the rows to go back to the settings.';
@@ -120,7 +122,7 @@ BEGIN
         RETURN NULL;
     END IF;
     IF coalesce(cardinality(note_ids), 0) > 1000 OR coalesce(cardinality(note_ids), 0) <> coalesce(cardinality(scores), 0)
-       OR scored_by IS NULL OR scored_by NOT IN ('cross-encoder', 'cosine') OR task_type IS NULL THEN
+       OR scored_by IS NULL OR scored_by NOT IN ('cross-encoder', 'cosine', 'decision') OR task_type IS NULL THEN
         RAISE EXCEPTION 'not a retrieval fb_retrieve could log'
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Retrievals are logged by fb_retrieve itself.';
     END IF;
@@ -182,6 +184,43 @@ COMMENT ON FUNCTION _fb_first_stage(text, vector, text, integer, text) IS
     'pg_feedback.hybrid the pg_feedback.hybrid_candidates best full-text matches, fused by reciprocal rank '
     '(1 / (pg_feedback.rrf_k + rank) summed over both lists); source says which list found each.';
 
+-- The learned decision for code inputs searched with an embedding model: fb_calibrate's (the '*' row), else the
+-- shipped one if it was fitted for that model; NULL: none (code inputs then take the prose path).
+CREATE FUNCTION _fb_decision(p_model text) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        SELECT coalesce((SELECT d.decision FROM feedback_retrieval_settings d
+                          WHERE d.task_type = '*' AND d.decision IS NOT NULL
+                            AND d.decision ->> 'embedding_model' = p_model),
+                        (SELECT x.d FROM (SELECT _fb_shipped_decision() AS d) x
+                          WHERE x.d ->> 'embedding_model' = p_model));
+    END;
+COMMENT ON FUNCTION _fb_decision(text) IS
+    'Internal: the decision fb_retrieve applies to code inputs searched with an embedding model (the calibrated '
+    'one on the ''*'' row of feedback_retrieval_settings, else the shipped one when fitted for that model), or NULL.';
+
+-- A code input's candidates in first-stage order with what the decision reads: the best cosine of any of the
+-- input's vectors (the whole input, a diff's post-image, line windows), the note's text and its context.
+CREATE FUNCTION _fb_code_candidates(query text, vectors vector[], p_task_type text, candidate_k integer, model text)
+    RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
+                   segment real, doc text, context text)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        SELECT f.id, f.lesson, f.correction, f.similarity, f.created_at,
+               (SELECT max(1 - (_fb_vector(note, _fb_slot_of(model)) <=> v))::real FROM unnest(vectors) v),
+               note.lesson || ' ' || note.correction || ' ' || note.wrong_answer, note.context
+          FROM _fb_first_stage(query, vectors[1], p_task_type, candidate_k, model)
+               WITH ORDINALITY AS f(id, lesson, correction, similarity, created_at, fused, source, pos)
+          JOIN feedback_notes note ON note.id = f.id
+         ORDER BY f.pos;
+    END;
+COMMENT ON FUNCTION _fb_code_candidates(text, vector[], text, integer, text) IS
+    'Internal: a code input''s first-stage candidates (vectors[1]: the whole input), best first, with the best '
+    'cosine of any of its vectors, the note''s lesson, correction and wrong answer, and its context (what '
+    '_fb_decide reads).';
+
 CREATE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFAULT 20, final_k integer DEFAULT NULL,
                             min_score real DEFAULT NULL, rerank boolean DEFAULT NULL, model text DEFAULT NULL)
     RETURNS TABLE (rank integer, id bigint, lesson text, correction text, similarity real, rerank_score real,
@@ -200,6 +239,10 @@ DECLARE
     scores real[];
     picked integer[];
     rid bigint;
+    segs text[] := '{}';
+    vectors vector[];
+    decision jsonb;
+    scorer text;
 BEGIN
     IF candidate_k IS NULL OR candidate_k NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'candidate_k must be between 1 and 1000, not %', candidate_k
@@ -217,7 +260,16 @@ BEGIN
     -- Embedded in its own step, through the backend's query cache; first, so that the library is loaded and its
     -- settings defined before they are read. Only notes embedded by the same model are compared with it.
     key := _fb_resolve_model(model);
-    q := (fb_embed_batch(ARRAY[query], true, key))[1];
+    -- A code input (snippet, diff, config file) is read by the learned decision, when there is one for this model:
+    -- its segments are embedded with it, in the same call.
+    IF _fb_input_kind(query) = 'code' THEN
+        decision := _fb_decision(key);
+    END IF;
+    IF decision IS NOT NULL THEN
+        segs := _fb_segments(query);
+    END IF;
+    vectors := fb_embed_batch(ARRAY[query] || segs, true, key);
+    q := vectors[1];
     IF model IS NOT NULL AND _fb_slot_of(key) IS NULL THEN
         RAISE EXCEPTION 'no note is embedded with model "%"', model
             USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -226,54 +278,96 @@ BEGIN
     END IF;
     tt := _fb_task_type(fb_retrieve.task_type);
     SELECT * INTO s FROM _fb_settings(tt, key);
-    use_rerank := coalesce(rerank, s.rerank) AND fb_rerank_model() <> '';
-    SELECT array_agg(c.id ORDER BY c.n) AS ids,
-           array_agg(c.lesson ORDER BY c.n) AS lessons,
-           array_agg(c.correction ORDER BY c.n) AS corrections,
-           array_agg(c.lesson || ' ' || c.correction ORDER BY c.n) AS passages,
-           array_agg(c.similarity ORDER BY c.n) AS sims,
-           array_agg(c.created_at ORDER BY c.n) AS created
-      INTO cand
-      FROM _fb_first_stage(query, q, tt, candidate_k, key) WITH ORDINALITY AS c(id, lesson, correction, similarity,
-                                                                                  created_at, fused, source, n);
-    IF cand.ids IS NOT NULL THEN
-        IF use_rerank THEN
-            -- The cross-encoder reads lesson and correction together, and only the candidates the first stage
-            -- cannot settle (pg_feedback.selective_rerank); the others are not returned.
-            scores := _fb_rerank_selective(query, cand.passages, cand.sims, s.selective, s.rerank_max_pairs,
-                                           s.rerank_min_cosine, s.rerank_cosine_gap, s.rerank_stage, s.rerank_decided,
-                                           s.rerank_decided_gap);
-            picked := _fb_rank_notes(scores, cand.created, coalesce(min_score, s.rerank_floor), s.relative_cut,
-                                     s.rerank_tie_margin, least(coalesce(final_k, s.max_notes), candidate_k));
-        ELSE
-            scores := cand.sims;
-            picked := _fb_rank_notes(scores, cand.created, coalesce(min_score, s.cosine_floor), s.cosine_relative_cut,
-                                     s.cosine_tie_margin, least(coalesce(final_k, s.cosine_max_notes), candidate_k));
+    use_rerank := decision IS NULL AND coalesce(rerank, s.rerank) AND fb_rerank_model() <> '';
+    scorer := CASE WHEN decision IS NOT NULL THEN 'decision' WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END;
+    IF decision IS NOT NULL THEN
+        SELECT array_agg(c.id ORDER BY c.n) AS ids,
+               array_agg(c.lesson ORDER BY c.n) AS lessons,
+               array_agg(c.correction ORDER BY c.n) AS corrections,
+               array_agg(c.similarity ORDER BY c.n) AS sims,
+               array_agg(c.created_at ORDER BY c.n) AS created,
+               array_agg(c.segment ORDER BY c.n) AS segments,
+               array_agg(c.doc ORDER BY c.n) AS docs,
+               array_agg(c.context ORDER BY c.n) AS contexts
+          INTO cand
+          FROM _fb_code_candidates(query, vectors, tt, candidate_k, key) WITH ORDINALITY AS c(id, lesson, correction,
+                                                                                               similarity, created_at,
+                                                                                               segment, doc, context,
+                                                                                               n);
+        IF cand.ids IS NOT NULL THEN
+            -- The probability that each note applies; every note at or above the decision's threshold (a note with
+            -- a context has its own), best first, at most its max_notes (a caller's min_score and final_k replace
+            -- them).
+            scores := _fb_decide(query, cand.docs, cand.contexts, cand.sims, cand.segments, cardinality(segs),
+                                 decision);
+            picked := _fb_rank_notes(
+                CASE WHEN min_score IS NOT NULL THEN scores
+                     ELSE ARRAY(SELECT CASE WHEN scores[i] >= CASE WHEN btrim(cand.contexts[i]) <> ''
+                                                                   THEN coalesce((decision ->> 'threshold_context')::real,
+                                                                                 (decision ->> 'threshold')::real)
+                                                                   ELSE (decision ->> 'threshold')::real END
+                                            THEN scores[i] END
+                                  FROM generate_subscripts(scores, 1) i ORDER BY i) END,
+                cand.created, coalesce(min_score, 0), NULL, 0,
+                least(coalesce(final_k, (decision ->> 'max_notes')::integer), candidate_k));
+        END IF;
+    ELSE
+        SELECT array_agg(c.id ORDER BY c.n) AS ids,
+               array_agg(c.lesson ORDER BY c.n) AS lessons,
+               array_agg(c.correction ORDER BY c.n) AS corrections,
+               array_agg(c.lesson || ' ' || c.correction ORDER BY c.n) AS passages,
+               array_agg(c.similarity ORDER BY c.n) AS sims,
+               array_agg(c.created_at ORDER BY c.n) AS created
+          INTO cand
+          FROM _fb_first_stage(query, q, tt, candidate_k, key) WITH ORDINALITY AS c(id, lesson, correction, similarity,
+                                                                                      created_at, fused, source, n);
+        IF cand.ids IS NOT NULL THEN
+            -- A caller's min_score is a ranking mode: notes at or above it in score order, up to final_k, with no
+            -- relative cut and, when reranking, every candidate scored.
+            IF use_rerank THEN
+                -- The cross-encoder reads lesson and correction together, and only the candidates the first stage
+                -- cannot settle (pg_feedback.selective_rerank); the others are not returned.
+                scores := _fb_rerank_selective(query, cand.passages, cand.sims, s.selective AND min_score IS NULL,
+                                               s.rerank_max_pairs, s.rerank_min_cosine, s.rerank_cosine_gap,
+                                               s.rerank_stage, s.rerank_decided, s.rerank_decided_gap);
+                picked := _fb_rank_notes(scores, cand.created, coalesce(min_score, s.rerank_floor),
+                                         CASE WHEN min_score IS NULL THEN s.relative_cut END,
+                                         s.rerank_tie_margin, least(coalesce(final_k, s.max_notes), candidate_k));
+            ELSE
+                scores := cand.sims;
+                picked := _fb_rank_notes(scores, cand.created, coalesce(min_score, s.cosine_floor),
+                                         CASE WHEN min_score IS NULL THEN s.cosine_relative_cut END,
+                                         s.cosine_tie_margin, least(coalesce(final_k, s.cosine_max_notes), candidate_k));
+            END IF;
         END IF;
     END IF;
     IF _fb_setting('pg_feedback.log_retrievals')::boolean THEN
         rid := _fb_log_retrieval(query, tt, ARRAY(SELECT cand.ids[i] FROM unnest(picked) AS i),
-                                 ARRAY(SELECT scores[i] FROM unnest(picked) AS i),
-                                 CASE WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END, key,
+                                 ARRAY(SELECT scores[i] FROM unnest(picked) AS i), scorer, key,
                                  CASE WHEN use_rerank THEN fb_rerank_model() END);
     END IF;
 
     RETURN QUERY
     SELECT p.n::integer, cand.ids[p.i], cand.lessons[p.i], cand.corrections[p.i], cand.sims[p.i],
-           CASE WHEN use_rerank THEN scores[p.i] END,
-           CASE WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END,
+           CASE WHEN scorer <> 'cosine' THEN scores[p.i] END, scorer,
            cand.created[p.i], rid
       FROM unnest(picked) WITH ORDINALITY AS p(i, n)
      ORDER BY p.n;
 END $$;
 
 COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean, text) IS
-    'The notes that apply to a question, best first, or none. Embeds the query (cached per backend), takes the '
+    'The notes that apply to a question or to code under review, best first, or none. A code input (a snippet, a '
+    'diff, a config file: _fb_input_kind) is read by the learned decision (_fb_decision: fb_calibrate''s, else the '
+    'shipped one): embedded whole and in segments (a diff''s post-image, windows of lines) in one call, each '
+    'candidate scored by the probability that it applies (cosines of the input and its best segment, words of the '
+    'note and of its context in the code, rank and gaps; scored_by ''decision'', rerank_score the probability), every note at or above '
+    'the decision''s threshold (threshold_context for a note with a context) returned, at most its max_notes. A question: embeds the query (cached per backend), takes the '
     'candidate_k nearest active notes of the task_type (fused with full-text matches when pg_feedback.hybrid is '
     'on), reranks the candidates the first stage cannot settle with the cross-encoder (unless rerank => false, '
     'pg_feedback.rerank = off, no pg_feedback.rerank_model, or the task_type''s calibration found that reranking '
     'does not pay off), keeps those scoring at least min_score (default: the calibrated floor) and within the '
-    'relative cut of the best, and returns at most final_k (default: the calibrated max_notes); between notes within the '
+    'relative cut of the best (none when min_score is given: a ranking mode, every candidate reranked), and returns '
+    'at most final_k (default: the calibrated max_notes); between notes within the '
     'near-tie margin of the score that ranked them, the newer first. Settings: feedback_retrieval_settings, then '
     'pg_feedback.*. scored_by says which score ranked; retrieval_id is the feedback_retrievals row when '
     'pg_feedback.log_retrievals is on (for fb_judge). model => a model held in the standby slot (fb_reembed) '

@@ -137,10 +137,11 @@ BEGIN
                          'use fb_purge_merged(merged_hash, reason).';
     END IF;
     UPDATE feedback_notes
-       SET wrong_answer = '', correction = '[purged]', lesson = '[purged]', embedding = NULL, embedding_model = NULL,
+       SET wrong_answer = '', correction = '[purged]', lesson = '[purged]', context = '', embedding = NULL,
+           embedding_model = NULL,
            embedding_alt = NULL, embedding_alt_model = NULL, screening = '[]', status = 'purged', updated_at = now()
      WHERE id = note_id;
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]'
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = ''
      WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of);
     GET DIAGNOSTICS merges = ROW_COUNT;
     SELECT count(*) INTO kept FROM feedback_note_merges m WHERE m.into_id = note_id AND m.lesson <> '[purged]';
@@ -174,7 +175,7 @@ DECLARE
     why text := _fb_require_reason(reason, 'fb_purge_merged');
     cleared integer;
 BEGIN
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]'
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = ''
       FROM feedback_notes t
      WHERE t.id = m.into_id AND _fb_tenant_allowed(t.tenant) AND m.merged_hash = fb_purge_merged.merged_hash;
     GET DIAGNOSTICS cleared = ROW_COUNT;

@@ -73,8 +73,8 @@ TO feedback_reader;
 -- fb_ingest returns the id and what became of the note.
 GRANT INSERT ON feedback_notes TO feedback_writer;
 GRANT EXECUTE ON FUNCTION
-    fb_ingest(text, text, text, text, text, text),
-    fb_ingest_batch(fb_note_input[], text)
+    fb_ingest(text, text, text, text, text, text, text),
+    fb_ingest_batch(fb_note_input[], text, text[])
 TO feedback_writer;
 
 -- Reviewers: writers' rights plus the review queue, the lifecycle functions, the audit trail, merges, every note
@@ -103,5 +103,7 @@ GRANT EXECUTE ON FUNCTION
     _fb_candidates(vector, text, integer, text, text, boolean, text),
     _fb_lexical_candidates(vector, tsquery, text, integer, text), _fb_search_terms(text),
     _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text),
-    _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_tenant_allowed(text)
+    _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_tenant_allowed(text),
+    _fb_input_kind(text), _fb_segments(text), _fb_code_candidates(text, vector[], text, integer, text),
+    _fb_fit_decision(jsonb, integer, text), _fb_decision(text), _fb_shipped_decision()
 TO feedback_reviewer;

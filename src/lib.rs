@@ -5,6 +5,7 @@
 use pgrx::prelude::*;
 
 mod compat;
+mod decide;
 mod embed;
 mod error;
 mod eval;
@@ -61,13 +62,17 @@ extension_sql_file!(
         embed::fb_rerank_model,
         retrieve::_fb_rank_notes,
         rerank::_fb_rerank_selective,
-        prompt::_fb_build_prompt
+        prompt::_fb_build_prompt,
+        decide::_fb_input_kind,
+        decide::_fb_segments,
+        decide::_fb_shipped_decision,
+        decide::_fb_decide
     ]
 );
 extension_sql_file!(
     "../sql/eval.sql",
     name = "eval",
-    requires = ["retrieve", eval::_fb_question_metrics, eval::_fb_calibrate_sweep]
+    requires = ["retrieve", eval::_fb_question_metrics, eval::_fb_calibrate_sweep, decide::_fb_fit_decision]
 );
 extension_sql_file!("../sql/reembed.sql", name = "reembed", requires = ["eval", "review"]);
 extension_sql_file!("../sql/worker.sql", name = "worker", requires = ["models", worker::_fb_worker_status]);

@@ -22,6 +22,36 @@ mod tests {
     }
 
     #[pg_test]
+    fn code_inputs_are_read_by_the_shipped_decision() {
+        assert_eq!(
+            one::<String>("SELECT _fb_input_kind('Is a static SimpleDateFormat shared by threads safe?')"),
+            "prose"
+        );
+        let code = r#"SELECT _fb_input_kind(E'def get(id):\n    cur.execute("SELECT * FROM t WHERE id = " + id)\n    return 1')"#;
+        assert_eq!(one::<String>(code), "code");
+        // A diff's post-image comes first, then windows of lines (none for a short input).
+        let diff = r#"SELECT _fb_segments(E'--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-old()\n+new()\n keep()')"#;
+        assert_eq!(one::<Vec<String>>(diff), vec!["new()\nkeep()".to_string()]);
+        // The shipped decision is for the shipped model and reads the features this build computes.
+        assert!(one::<bool>("SELECT _fb_decision(_fb_active_model()) ->> 'threshold' IS NOT NULL"));
+        let p = one::<Vec<f32>>(
+            r#"SELECT _fb_decide('cur.execute("SELECT 1 WHERE id = " + id)', ARRAY['Bind ids as parameters', 'Close files'],
+                                 ARRAY['', ''], ARRAY[0.8, 0.6]::real[], ARRAY[0.85, 0.6]::real[], 0, _fb_decision(_fb_active_model()))"#,
+        );
+        assert!(p.len() == 2 && p.iter().all(|x| (0.0..=1.0).contains(x)) && p[0] > p[1], "{p:?}");
+    }
+
+    #[pg_test(error = "the decision was fitted on other features than this version computes")]
+    fn a_decision_of_other_features_is_refused_not_misread() {
+        Spi::run(
+            r#"SELECT _fb_decide('x', ARRAY['y'], ARRAY[''], ARRAY[0.5]::real[], ARRAY[0.5]::real[], 0,
+                                 '{"features": ["cosine"], "mean": [0], "scale": [1], "weights": [1], "bias": 0,
+                                   "threshold": 0.5}')"#,
+        )
+        .unwrap();
+    }
+
+    #[pg_test]
     fn similar_meanings_are_closer() {
         assert!(one::<bool>(
             "SELECT fb_embed('The query is parameterized') <=> fb_embed('this uses a bound placeholder')

@@ -186,18 +186,21 @@ FUNCTIONS = {
               "correction": "'The matrix checks what NULL in each argument of fb_ingest returns.'",
               "lesson": "'A NULL argument of a public function gets its documented answer, not a crash.'",
               "source": "'matrix'",
-              "tenant": "'fb_mx_team'"},
+              "tenant": "'fb_mx_team'",
+              "context": "'SELECT * FROM t WHERE id = ' || 'x'"},
         select="SELECT action FROM {call}",
         nulls={"task_type": Err("22023"), "wrong_answer": value("inserted"), "correction": Err("22023"),
                "lesson": Err("22023"), "source": value("inserted"),
-               "tenant": (value("inserted"), "a shared note")}),
+               "tenant": (value("inserted"), "a shared note"), "context": (value("inserted"), "no context")}),
     "fb_ingest_batch": dict(
         role="writer", txn=True,
         args={"notes": "ARRAY[ROW('matrix_ingest', 'It was fine.', 'Matrix correction: batches check NULLs.', "
                        "'Matrix lesson: a NULL batch gets a documented answer.', 'matrix')::fb_note_input]",
-              "tenant": "'fb_mx_team'"},
+              "tenant": "'fb_mx_team'",
+              "contexts": "ARRAY['ids = request.args[\"ids\"]']"},
         select="SELECT action FROM {call}",
-        nulls={"notes": NO_ROWS, "tenant": (value("inserted"), "a shared note")}),
+        nulls={"notes": NO_ROWS, "tenant": (value("inserted"), "a shared note"),
+               "contexts": (value("inserted"), "no contexts")}),
     # -- review and lifecycle (reviewers, rolled back) --
     "fb_approve": dict(role="reviewer", txn=True, args={"note_id": "<<pending_id>>", "reason": "'checked'"},
                        nulls={"note_id": Err("P0002"), "reason": TRUE}),
@@ -418,6 +421,10 @@ add(case("ingest_batch_10k_one_blank", "array",
          after=[("SELECT count(*) FROM feedback_notes WHERE task_type = 'matrix_10k'", 0)]))
 add(case("ingest_batch_null_element", "array", "SELECT count(*) FROM fb_ingest_batch(ARRAY[NULL::fb_note_input])",
          Err("22023"), role="writer", txn=True))
+add(case("ingest_batch_contexts_mismatch", "array",
+         "SELECT count(*) FROM fb_ingest_batch(ARRAY[ROW('matrix_ingest', '', 'Matrix correction: one context each.', "
+         "'Matrix lesson: contexts pair with notes.', 'matrix')::fb_note_input], NULL, ARRAY['a', 'b'])",
+         Err("22023"), role="writer", txn=True))
 add(case("embed_batch_null_element", "array", BATCH.format("ARRAY[NULL, 'x']"), rows([(2, 1)])))
 add(case("rerank_null_element", "array", RERANK.format(f"{QL}, ARRAY[NULL, 'Bind it.']"), rows([(2, 1)])))
 
@@ -432,8 +439,11 @@ add(case("retrieve_candidate_k_1000", "limits",
          f"SELECT rank, id, scored_by FROM fb_retrieve({QL}, {TTL}, candidate_k => 1000, {PROBE_ARGS})", PROBE))
 add(case("retrieve_final_k_1000", "limits",
          f"SELECT rank, id, scored_by FROM fb_retrieve({QL}, {TTL}, candidate_k => 1000, final_k => 1000, "
-         "min_score => -100)", PROBE,
-         note="at most rerank_max_pairs (3) candidates are scored, so the probe's rows"))
+         "min_score => -100)",
+         Res("every candidate, reranked, in rank order: a caller's min_score is a ranking mode",
+             lambda got, ctx: len(got) > 3 and [r[0] for r in got] == list(range(1, len(got) + 1))
+             and {r[2] for r in got} == {"cross-encoder"}),
+         note="with min_score given every candidate is scored (not only rerank_max_pairs), none cut relatively"))
 add(case("retrieve_min_score_unreachable", "limits", R.format(f"{QL}, {TTL}, min_score => 1000"), NO_ROWS))
 for limit in ("0", "2147483647"):   # always HNSW; always exact (the setting's own maximum)
     add(case(f"retrieve_exact_scan_limit_{limit}", "limits", PROBE_SQL, PROBE,

@@ -266,7 +266,7 @@ def test_the_standby_answers_as_the_primary():
     assert found >= len(want["retrieve_default"]) // 3, f"only {found} questions retrieved anything"
     assert any(r[1] == one_new_id() for rows in want["retrieve"][:4] for r in rows), \
         "the notes ingested after the base backup were not retrieved"
-    overall = next(r for r in want["eval"] if r[0] == "(all)")
+    overall = next(r for r in want["eval"] if r[13] == "(all)")
     print(f"# standby ({STATE['mode']} mode, preload '{STATE['preload']}'): base backup {STATE['basebackup_seconds']:.1f} s,"
           f" replay {STATE['replay_seconds']:.2f} s; {len(want['retrieve'])} retrievals, {len(want['prompt'])} prompts,"
           f" {len(want['duplicate'])} duplicate lookups, fb_eval over {overall[1]} questions (recall@3 {overall[3]:.3f})"

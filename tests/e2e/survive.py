@@ -129,8 +129,9 @@ def wait_until(check, what, seconds=1200):
 
 
 def recall_at_3(conn, model=None):
-    return one(conn, "SELECT recall_at_k FROM fb_eval(record => false, model => %s) WHERE task_type = '(all)'",
-               (model,))
+    # The overall row: task_type (all), and from 0.7.0 on also kind (all) (earlier versions have no kind).
+    return one(conn, "SELECT e.recall_at_k FROM fb_eval(record => false, model => %s) e WHERE e.task_type = '(all)'"
+                     " AND coalesce(to_jsonb(e) ->> 'kind', '(all)') = '(all)'", (model,))
 
 
 def load_notes(conn):

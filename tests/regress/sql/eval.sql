@@ -34,17 +34,17 @@ SELECT task_type, questions, answerable, no_answer, split_part(embedding_model, 
        no_answer_correct >= 0.65 AS no_answer_above_gate, mean_injected <= 1 AS at_most_one_note_on_average,
        mrr <= recall_at_k AND ndcg_at_k <= 1 AND misled_share <= 1 AS metrics_consistent
   FROM fb_eval(3, split => 'test')
- WHERE task_type = '(all)';
+ WHERE kind = '(all)';
 
 -- The run is recorded (with every task_type's row and the split), and the history compares runs.
 SELECT count(*) AS runs, bool_and(settings ? 'pg_feedback.rerank_floor') AS settings_kept,
-       bool_and(jsonb_array_length(by_task_type) = 8) AS per_task_type_kept, min(split) AS split,
+       bool_and((SELECT count(*) FROM jsonb_array_elements(by_task_type) e WHERE e ->> 'task_type' <> '(all)') = 8) AS per_task_type_kept, min(split) AS split,
        bool_and("precision" IS NOT NULL) AS precision_kept
   FROM fb_eval_runs;
 -- Ranking by cosine alone (no cross-encoder): its own calibrated cut, and it says so.
 SET pg_feedback.rerank = off;
 SELECT scored_by, recall_at_k >= 0.40 AS cosine_recall_above_040 FROM fb_eval(3, split => 'test')
- WHERE task_type = '(all)';
+ WHERE kind = '(all)';
 RESET pg_feedback.rerank;
 SELECT scored_by, split, recall_change IS NULL AS first_of_its_kind FROM fb_eval_history ORDER BY id;
 
@@ -89,7 +89,7 @@ SELECT count(*) > 0 AS returned, count(retrieval_id) AS logged
 COMMIT;
 SELECT count(*) AS retrievals FROM feedback_retrievals;
 -- fb_eval and fb_calibrate never log their own retrievals.
-SELECT count(*) AS rows FROM fb_eval(split => 'tune', record => false) WHERE task_type = '(all)';
+SELECT count(*) AS rows FROM fb_eval(split => 'tune', record => false) WHERE kind = '(all)';
 SELECT count(*) AS retrievals FROM feedback_retrievals;
 RESET pg_feedback.log_retrievals;
 

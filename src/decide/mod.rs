@@ -1,0 +1,114 @@
+//! The final decision for code inputs in SQL (sql/retrieve.sql, sql/eval.sql): what kind an input is, the
+//! segments embedded beside it, the learned probability that each candidate applies, and fitting that decision
+//! on golden inputs. The definitions live in `feedback_core::rank::{code, decide}`.
+
+use feedback_core::rank::code::{kind, segments, view, Segmenting};
+use feedback_core::rank::decide::{featurize, fit_inputs, raw_features, Decision, FitInput};
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+use crate::error::FbError;
+
+/// The decision shipped with the extension, fitted on the project's tune authors' code inputs
+/// (data/golden_code, `cargo run -p feedback_core --example fit_decision`) for the model it names.
+const SHIPPED: &str = include_str!("../../data/decision/code.json");
+
+/// `prose` (a question, a description) or `code` (a snippet, a diff, a config file): at least two lines that look
+/// like code.
+#[pg_extern(immutable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_input_kind(query: &str) -> &'static str {
+    kind(query).as_str()
+}
+
+/// What fb_retrieve embeds beside a code input: a diff's post-image (when it differs from the input), then
+/// windows of lines (none for a short input).
+#[pg_extern(immutable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_segments(query: &str) -> Vec<String> {
+    let v = view(query);
+    let mut out = Vec::new();
+    if v != query && !v.trim().is_empty() {
+        out.push(v);
+    }
+    out.extend(segments(query, &Segmenting::default()));
+    out
+}
+
+/// The shipped decision, with the embedding model it was fitted for.
+#[pg_extern(immutable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_shipped_decision() -> JsonB {
+    JsonB(serde_json::from_str(SHIPPED).expect("the shipped decision is valid JSON"))
+}
+
+fn decision_of(value: serde_json::Value) -> Decision {
+    let d: Decision = serde_json::from_value(value).unwrap_or_else(|e| {
+        FbError::invalid_argument(format!("not a decision: {e}"), "Refit it with fb_calibrate().").report()
+    });
+    if !d.fits_this_build() {
+        FbError::invalid_argument(
+            "the decision was fitted on other features than this version computes",
+            "Refit it with fb_calibrate(), or delete the decision to use the shipped one.",
+        )
+        .report();
+    }
+    d
+}
+
+/// Probability that each candidate applies to a code input: candidates in first-stage order, each with its
+/// text (lesson, correction, wrong answer), its context (the reviewed input that led to it; blank: none), the
+/// cosine of the whole input and the best cosine of any segment.
+#[pg_extern(immutable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_decide(
+    query: &str,
+    docs: Vec<Option<String>>,
+    contexts: Vec<Option<String>>,
+    cosines: Vec<Option<f32>>,
+    segment_cosines: Vec<Option<f32>>,
+    n_segments: i32,
+    decision: JsonB,
+) -> Vec<f32> {
+    if docs.len() != cosines.len() || docs.len() != segment_cosines.len() || docs.len() != contexts.len() {
+        FbError::invalid_argument(
+            "docs, contexts, cosines and segment_cosines differ in length",
+            "Pass one of each per candidate.",
+        )
+        .report();
+    }
+    let d = decision_of(decision.0);
+    let docs: Vec<&str> = docs.iter().map(|d| d.as_deref().unwrap_or_default()).collect();
+    let contexts: Vec<&str> = contexts.iter().map(|d| d.as_deref().unwrap_or_default()).collect();
+    let c: Vec<f32> = cosines.iter().map(|c| c.unwrap_or(-1.0)).collect();
+    let s: Vec<f32> = segment_cosines.iter().map(|c| c.unwrap_or(-1.0)).collect();
+    let rows = featurize(&raw_features(query, &docs, &contexts, &c, &s), n_segments.max(0) as usize);
+    d.predict(&rows).into_iter().map(|p| p as f32).collect()
+}
+
+/// Fits the decision on golden code inputs (a JSON array of {query, n_segments, graded: [[id, grade]...],
+/// candidates: [{id, doc, context, cosine, segment}...]}): logistic regression on every candidate (grade 2: applies),
+/// then the threshold that maximises the worst of applicable notes injected, injected notes that apply and clean
+/// inputs left empty, at most `max_notes` per input. Returns the decision with what it gives on these inputs.
+#[pg_extern(immutable, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_fit_decision(inputs: JsonB, max_notes: i32, embedding_model: &str) -> JsonB {
+    let inputs: Vec<FitInput> = serde_json::from_value(inputs.0).unwrap_or_else(|e| {
+        FbError::invalid_argument(format!("decision input is not valid: {e}"), "Call fb_calibrate().").report()
+    });
+    let fitted = fit_inputs(&inputs, max_notes.max(1) as usize, &mut || {
+        check_for_interrupts!();
+    });
+    let Some((decision, outcome)) = fitted else {
+        FbError::invalid_argument(
+            "no golden code input has a candidate that applies",
+            "Grade the notes that apply to some golden code inputs (grade 2) before calibrating.",
+        )
+        .report()
+    };
+    let mut v = serde_json::to_value(&decision).expect("a decision serializes");
+    v["embedding_model"] = serde_json::json!(embedding_model);
+    v["max_notes"] = serde_json::json!(max_notes.max(1));
+    v["fitted_on"] = serde_json::json!({"inputs": inputs.len(), "outcome": outcome});
+    JsonB(v)
+}

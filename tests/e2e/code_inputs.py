@@ -1,0 +1,166 @@
+"""End-to-end: retrieval for code inputs (issue 19) on the project's golden sets, through real sessions.
+
+- The held-out authors' code inputs (data/golden_code E and F, split test: never used to fit anything) are scored
+  by fb_eval as a reviewer, with the shipped decision and the sample notes' contexts: the share of applicable notes injected, of injected notes
+  that apply and of clean inputs left empty must stay at or above what 0.7.0 measured (regression floors; the
+  issue's targets, 0.7 each, are NOT met) and above the 0.6.0 pipeline's.
+- The paraphrase questions' test split is no worse than 0.6.0 (recall@3 0.669, precision 0.713, no-answer 0.738).
+- fb_calibrate fits the decision on the tune authors' inputs, fb_retrieve then uses it; deleting it brings back
+  the shipped one.
+- A caller's final_k and min_score are a ranking mode: final_k rows in score order, for prose and code inputs.
+- The README's retrieval examples return what the README shows.
+
+Run by make test against the end-to-end server: python tests/e2e/code_inputs.py PORT PG_BINDIR
+"""
+
+import os
+import subprocess
+import sys
+
+from harness import connect as _connect, ensure_roles, expect_error, fresh_database, one, run_tests
+
+PORT = int(sys.argv[1])
+BINDIR = sys.argv[2]
+DB = "fb_code"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REVIEWER, READER, WRITER = "fb_c_reviewer", "fb_c_reader", "fb_c_writer"
+
+# 0.7.0 on the held-out authors (E, F), shipped decision, notes with their contexts: measured 0.434 / 0.637 / 0.340.
+CODE_FLOORS = {"applicable_injected": 0.40, "injected_apply": 0.60, "no_answer_correct": 0.30}
+# 0.6.0's pipeline on the same inputs: 0.126 / 0.311 / 0.319.
+CODE_BEFORE = {"applicable_injected": 0.126, "injected_apply": 0.311}
+# 0.6.0 on the paraphrase questions' test split.
+PROSE_TODAY = {"recall_at_k": 0.669, "precision": 0.713, "no_answer_correct": 0.738}
+
+# The README's code example.
+CODE_EXAMPLE = """def get_user(request):
+    user_id = request.args["id"]   # the route only matches digits
+    cur.execute("SELECT * FROM users WHERE id = " + user_id)
+    return cur.fetchone()"""
+NOTE_1 = "Numeric-looking input concatenated into SQL is still injectable; bind it as a parameter."
+
+
+def connect(user="postgres", autocommit=True):
+    return _connect(PORT, DB, user=user, autocommit=autocommit)
+
+
+def psql(*args):
+    subprocess.run([os.path.join(BINDIR, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
+                    "-p", str(PORT), "-U", "postgres", "-d", DB, *args], check=True)
+
+
+def setup():
+    fresh_database(PORT, DB)
+    ensure_roles(PORT, (REVIEWER, READER, WRITER), (),
+                 [("feedback_reviewer", [REVIEWER]), ("feedback_reader", [READER]), ("feedback_writer", [WRITER])])
+    psql("-c", f"\\copy feedback_notes (task_type, wrong_answer, correction, lesson, source) FROM "
+               f"'{ROOT}/data/sample_notes.csv' WITH (FORMAT csv, HEADER true)",
+         "-v", f"sample_contexts={ROOT}/data/sample_contexts.csv", "-f", f"{ROOT}/data/load_contexts.sql",
+         "-v", f"golden_questions={ROOT}/data/golden_questions.csv",
+         "-v", f"golden_judgments={ROOT}/data/golden_judgments.csv", "-f", f"{ROOT}/data/load_golden.sql",
+         "-v", f"golden_code={ROOT}/data/golden_code", "-f", f"{ROOT}/data/load_golden_code.sql")
+
+
+def eval_rows(conn):
+    cur = conn.execute("SELECT * FROM fb_eval(3, record => false, split => 'test')")
+    cols = [d.name for d in cur.description]
+    return {(r["kind"], r["task_type"]): r for r in (dict(zip(cols, row)) for row in cur.fetchall())}
+
+
+def test_held_out_code_inputs_and_paraphrases():
+    with connect(REVIEWER) as c:
+        rows = eval_rows(c)
+    code, prose = rows[("code", "(all)")], rows[("prose", "(all)")]
+    assert code["questions"] == 160 and code["scored_by"] in ("cross-encoder", "cosine"), code
+    for k, floor in CODE_FLOORS.items():
+        assert code[k] >= floor, (k, code[k], floor)
+    for k, before in CODE_BEFORE.items():
+        assert code[k] > before, (k, code[k], before)
+    for k, today in PROSE_TODAY.items():
+        assert prose[k] >= today - 0.0005, (k, prose[k], today)
+    print(f"# held-out code inputs: applicable injected {code['applicable_injected']:.3f}, injected that apply "
+          f"{code['injected_apply']:.3f}, clean left empty {code['no_answer_correct']:.3f}; paraphrases: recall@3 "
+          f"{prose['recall_at_k']:.3f}, precision {prose['precision']:.3f}, no-answer {prose['no_answer_correct']:.3f}")
+
+
+def test_calibrate_fits_the_decision_and_retrieval_uses_it():
+    with connect(REVIEWER, autocommit=False) as c:
+        row = c.execute("SELECT questions, max_notes, recall_at_3, \"precision\", no_answer_correct"
+                        "  FROM fb_calibrate() WHERE task_type = '(code)'").fetchone()
+        assert row is not None and row[0] >= 300 and row[1] == 5, row
+        assert all(0 < x <= 1 for x in row[2:]), row
+        d = one(c, "SELECT decision FROM feedback_retrieval_settings WHERE task_type = '*'")
+        assert d["embedding_model"] == one(c, "SELECT _fb_active_model()"), d["embedding_model"]
+        assert d["fitted_on"]["inputs"] == row[0] and d["threshold_context"] is not None, d["fitted_on"]
+        assert one(c, "SELECT _fb_decision(_fb_active_model()) = decision FROM feedback_retrieval_settings"
+                      " WHERE task_type = '*'")
+        got = c.execute("SELECT scored_by, rerank_score FROM fb_retrieve(%s, 'sql_injection_scan', final_k => 3,"
+                        " min_score => 0)", (CODE_EXAMPLE,)).fetchall()
+        assert len(got) == 3 and {r[0] for r in got} == {"decision"}, got
+        # The team's fit, not the shipped one, is what scores: a changed threshold changes the answer.
+        c.execute("UPDATE feedback_retrieval_settings SET decision = decision || '{\"threshold\": 0,"
+                  " \"threshold_context\": 0}' WHERE task_type = '*'")
+        assert one(c, "SELECT count(*) FROM fb_retrieve(%s, 'sql_injection_scan')", (CODE_EXAMPLE,)) == 5
+        c.execute("UPDATE feedback_retrieval_settings SET decision = NULL WHERE task_type = '*'")
+        assert one(c, "SELECT _fb_decision(_fb_active_model()) = _fb_shipped_decision()")
+        c.rollback()
+
+
+def test_a_notes_context_is_redacted_kept_and_purged():
+    key = "AKIA" + "Q3EGRT7XJ2LWPB5N"   # an AWS access key id's shape (not a real key)
+    context = f'boto3.client("s3", aws_access_key_id="{key}")\nclient.list_buckets()'
+    with connect(WRITER) as w:
+        nid, action = w.execute("SELECT * FROM fb_ingest('secrets_scan', 'Looks fine.', 'The key is live: rotate it.',"
+                                " 'A hard-coded cloud key in a client constructor is a leak.', context => %s)",
+                                (context,)).fetchone()
+        assert action == "inserted", action
+        # A re-submission with another context keeps the latest one (redacted too).
+        w.execute("SELECT * FROM fb_ingest('secrets_scan', '', 'The key is live: rotate it.',"
+                  " 'A hard-coded cloud key in a client constructor is a leak.', context => %s)",
+                  (context.replace("list_buckets", "list_objects"),))
+    with connect() as su:
+        stored, kinds = su.execute("SELECT context, redactions FROM feedback_notes WHERE id = %s", (nid,)).fetchone()
+        assert key not in stored and "list_objects" in stored and "aws_access_key" in kinds, (stored, kinds)
+        su.execute("UPDATE feedback_notes SET context = %s WHERE id = %s", (context, nid))
+        assert key not in one(su, "SELECT context FROM feedback_notes WHERE id = %s", (nid,))
+        expect_error(su, "SELECT * FROM fb_ingest_batch(ARRAY[ROW('secrets_scan', '', 'x', 'y', NULL)::fb_note_input],"
+                         " NULL, ARRAY['a', 'b'])", "22023")
+    with connect(REVIEWER) as r:
+        r.execute("SELECT fb_purge(%s, 'test: a leaked key')", (nid,))
+    with connect() as su:
+        assert one(su, "SELECT context FROM feedback_notes WHERE id = %s", (nid,)) == ""
+
+
+def test_ranking_mode_returns_final_k_in_score_order():
+    with connect(READER) as c:
+        for query in ("The user id from the URL is glued into the SELECT string, is that injectable?", CODE_EXAMPLE):
+            rows = c.execute("SELECT rank, coalesce(rerank_score, similarity), scored_by FROM fb_retrieve(%s,"
+                             " 'sql_injection_scan', final_k => 10, min_score => -1e9)", (query,)).fetchall()
+            assert [r[0] for r in rows] == list(range(1, 11)), rows
+            scores = [r[1] for r in rows]
+            assert scores == sorted(scores, reverse=True), rows
+
+
+def test_readme_examples():
+    with connect(READER) as c:
+        rows = c.execute("SELECT rank, lesson, scored_by FROM fb_retrieve('The user id from the URL is glued into"
+                         " the SELECT string, is that injectable?', 'sql_injection_scan')").fetchall()
+        assert rows == [(1, NOTE_1, "cross-encoder")], rows
+        assert one(c, "SELECT count(*) FROM fb_retrieve('What is the capital of Australia?',"
+                      " 'sql_injection_scan')") == 0
+        prompt = one(c, "SELECT fb_build_prompt('The user id from the URL is glued into the SELECT string, is that"
+                        " injectable?', 'sql_injection_scan', max_context_tokens => 800)")
+        assert f"\n1. {NOTE_1} (Correction: " in prompt and "\n2. " not in prompt, prompt
+        rows = c.execute("SELECT rank, lesson, scored_by FROM fb_retrieve(%s, 'sql_injection_scan', final_k => 3,"
+                         " min_score => 0)", (CODE_EXAMPLE,)).fetchall()
+        assert [r[0] for r in rows] == [1, 2, 3] and rows[0][1] == NOTE_1, rows
+        assert rows[1][1] == "Bound LIKE patterns still need wildcard escaping of % and _.", rows
+        assert {r[2] for r in rows} == {"decision"}, rows
+        assert one(c, "SELECT count(*) FROM fb_retrieve(%s, 'sql_injection_scan')", (CODE_EXAMPLE,)) == 0
+
+
+if __name__ == "__main__":
+    setup()
+    run_tests("code_inputs", [test_held_out_code_inputs_and_paraphrases, test_calibrate_fits_the_decision_and_retrieval_uses_it,
+                              test_a_notes_context_is_redacted_kept_and_purged,
+                              test_ranking_mode_returns_final_k_in_score_order, test_readme_examples])
