@@ -495,13 +495,14 @@ CREATE FUNCTION _fb_code_candidates(query text, vectors vector[], p_task_type te
         SELECT f.id, f.lesson, f.correction, f.similarity, f.created_at,
                (SELECT max(1 - (_fb_vector(note, _fb_slot_of(model)) <=> v))::real FROM unnest(vectors) v),
                note.lesson || ' ' || note.correction || ' ' || note.wrong_answer, note.context
-          FROM _fb_first_stage(query, vectors[1], p_task_type, candidate_k, model)
-               WITH ORDINALITY AS f(id, lesson, correction, similarity, created_at, fused, source, pos)
+          FROM (SELECT c.id, c.lesson, c.correction, (1 - c.distance)::real AS similarity, c.created_at,
+                       row_number() OVER (ORDER BY c.distance, c.id) AS pos
+                  FROM _fb_candidates(vectors[1], p_task_type, candidate_k, model => model) c) f
           JOIN feedback_notes note ON note.id = f.id
          ORDER BY f.pos;
     END;
 COMMENT ON FUNCTION _fb_code_candidates(text, vector[], text, integer, text) IS
-    'Internal: a code input''s first-stage candidates (vectors[1]: the whole input), best first, with the best '
+    'Internal: a code input''s candidate_k nearest notes (vectors[1]: the whole input; dense only), best first, with the best '
     'cosine of any of its vectors, the note''s lesson, correction and wrong answer, and its context (what '
     '_fb_decide reads).';
 CREATE OR REPLACE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFAULT 20, final_k integer DEFAULT NULL,

@@ -200,8 +200,10 @@ COMMENT ON FUNCTION _fb_decision(text) IS
     'Internal: the decision fb_retrieve applies to code inputs searched with an embedding model (the calibrated '
     'one on the ''*'' row of feedback_retrieval_settings, else the shipped one when fitted for that model), or NULL.';
 
--- A code input's candidates in first-stage order with what the decision reads: the best cosine of any of the
--- input's vectors (the whole input, a diff's post-image, line windows), the note's text and its context.
+-- A code input's candidates, nearest first, with what the decision reads: the best cosine of any of the input's
+-- vectors (the whole input, a diff's post-image, line windows), the note's text and its context. Dense only: the
+-- full-text stage ORs every lexeme of a 25-line input (100-190 ms at 100,000 notes) and the decision reads the
+-- candidates' words itself.
 CREATE FUNCTION _fb_code_candidates(query text, vectors vector[], p_task_type text, candidate_k integer, model text)
     RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
                    segment real, doc text, context text)
@@ -211,13 +213,14 @@ CREATE FUNCTION _fb_code_candidates(query text, vectors vector[], p_task_type te
         SELECT f.id, f.lesson, f.correction, f.similarity, f.created_at,
                (SELECT max(1 - (_fb_vector(note, _fb_slot_of(model)) <=> v))::real FROM unnest(vectors) v),
                note.lesson || ' ' || note.correction || ' ' || note.wrong_answer, note.context
-          FROM _fb_first_stage(query, vectors[1], p_task_type, candidate_k, model)
-               WITH ORDINALITY AS f(id, lesson, correction, similarity, created_at, fused, source, pos)
+          FROM (SELECT c.id, c.lesson, c.correction, (1 - c.distance)::real AS similarity, c.created_at,
+                       row_number() OVER (ORDER BY c.distance, c.id) AS pos
+                  FROM _fb_candidates(vectors[1], p_task_type, candidate_k, model => model) c) f
           JOIN feedback_notes note ON note.id = f.id
          ORDER BY f.pos;
     END;
 COMMENT ON FUNCTION _fb_code_candidates(text, vector[], text, integer, text) IS
-    'Internal: a code input''s first-stage candidates (vectors[1]: the whole input), best first, with the best '
+    'Internal: a code input''s candidate_k nearest notes (vectors[1]: the whole input; dense only), best first, with the best '
     'cosine of any of its vectors, the note''s lesson, correction and wrong answer, and its context (what '
     '_fb_decide reads).';
 

@@ -127,6 +127,29 @@ pub fn embed_query(model: &str, text: &str) -> Vec<f32> {
     })
 }
 
+/// Many queries' embeddings by `model`, in input order, through the same cache: the texts it does not hold are
+/// embedded together in one call (one round trip to the worker), then kept.
+pub fn embed_queries(model: &str, texts: &[&str]) -> Vec<Vec<f32>> {
+    let mut out: Vec<Option<Vec<f32>>> = QUERY_CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        cache.set_capacity(gucs::query_cache_size());
+        texts.iter().map(|t| cache.get(&(model.to_string(), t.to_string()))).collect()
+    });
+    let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
+    if !missing.is_empty() {
+        let batch: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+        let vectors = embed(model, &batch, TextRole::Query);
+        QUERY_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            for (&i, v) in missing.iter().zip(vectors) {
+                cache.insert((model.to_string(), texts[i].to_string()), v.clone());
+                out[i] = Some(v);
+            }
+        });
+    }
+    out.into_iter().map(Option::unwrap_or_default).collect()
+}
+
 /// (entries, hits, misses) of the query cache.
 pub fn query_cache_stats() -> (usize, u64, u64) {
     QUERY_CACHE.with(|cache| cache.borrow().stats())

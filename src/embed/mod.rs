@@ -11,17 +11,16 @@ use crate::{gucs, host};
 
 /// Embeddings of many texts with the pinned model `model` (`name@sha256`) in batched model runs, one row per
 /// input in input order (NULL for a NULL input). Refuses when the installed files are not the pinned model's.
-/// Queries of one text go through the backend's query cache.
+/// Queries go through the backend's query cache (what it does not hold is embedded in one call).
 #[pg_extern(stable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_embed_with(model: &str, texts: Array<&str>, query: bool) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let inputs: Vec<Option<&str>> = texts.iter().collect();
     host::check_texts("text", inputs.iter().flatten().copied());
-    if query && inputs.len() == 1 {
-        return SetOfIterator::new(vec![inputs[0].map(|t| host::embed_query(model, t))]);
+    if query {
+        return SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed_queries(model, present)));
     }
-    let role = if query { TextRole::Query } else { TextRole::Document };
-    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(model, present, role)))
+    SetOfIterator::new(host::skip_nulls(&inputs, |present| host::embed(model, present, TextRole::Document)))
 }
 
 /// The key (`name@sha256` of its weights) of the installed embedding model `name`.

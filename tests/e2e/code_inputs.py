@@ -25,8 +25,8 @@ DB = "fb_code"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REVIEWER, READER, WRITER = "fb_c_reviewer", "fb_c_reader", "fb_c_writer"
 
-# 0.7.0 on the held-out authors (E, F), shipped decision, notes with their contexts: measured 0.434 / 0.637 / 0.340.
-CODE_FLOORS = {"applicable_injected": 0.40, "injected_apply": 0.60, "no_answer_correct": 0.30}
+# 0.7.0 on the held-out authors (E, F), shipped decision, notes with their contexts: measured 0.423 / 0.658 / 0.383.
+CODE_FLOORS = {"applicable_injected": 0.39, "injected_apply": 0.62, "no_answer_correct": 0.34}
 # 0.6.0's pipeline on the same inputs: 0.126 / 0.311 / 0.319.
 CODE_BEFORE = {"applicable_injected": 0.126, "injected_apply": 0.311}
 # 0.6.0 on the paraphrase questions' test split.
