@@ -443,6 +443,11 @@ mod tests {
         let before = one::<i64>("SELECT query_cache_hits FROM fb_model_stats()");
         run("SELECT fb_embed_query('cached question')");
         assert_eq!(one::<i64>("SELECT query_cache_hits FROM fb_model_stats()"), before + 1);
+        // A batch of queries (a code input and its segments) is served from the same cache.
+        run("SELECT fb_embed_batch(ARRAY['cached question', 'a new segment'], true)");
+        assert_eq!(one::<i64>("SELECT query_cache_hits FROM fb_model_stats()"), before + 2);
+        run("SELECT fb_embed_batch(ARRAY['a new segment', 'cached question'], true)");
+        assert_eq!(one::<i64>("SELECT query_cache_hits FROM fb_model_stats()"), before + 4);
     }
 
     #[pg_test]

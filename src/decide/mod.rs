@@ -26,6 +26,8 @@ fn _fb_input_kind(query: &str) -> &'static str {
 #[pg_extern(immutable, strict, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_segments(query: &str) -> Vec<String> {
+    // Refused before any copy is made, as fb_embed_batch would refuse the input itself.
+    crate::host::check_size("query", query);
     let v = view(query);
     let mut out = Vec::new();
     if v != query && !v.trim().is_empty() {
