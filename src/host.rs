@@ -116,15 +116,7 @@ pub fn model_key(name: &str) -> String {
 
 /// A query's embedding by `model` (as for [`embed`]), through the backend's bounded cache keyed by (model, text).
 pub fn embed_query(model: &str, text: &str) -> Vec<f32> {
-    QUERY_CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        cache.set_capacity(gucs::query_cache_size());
-        cache
-            .get_or_insert((model.to_string(), text.to_string()), || {
-                try_embed(model, &[text], TextRole::Query).map(|v| v.into_iter().next().unwrap_or_default())
-            })
-            .or_report()
-    })
+    embed_queries(model, &[text]).pop().unwrap_or_default()
 }
 
 /// Many queries' embeddings by `model`, in input order, through the same cache: the texts it does not hold are

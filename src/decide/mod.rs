@@ -41,7 +41,9 @@ fn _fb_segments(query: &str) -> Vec<String> {
 #[pg_extern(immutable, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_shipped_decision() -> JsonB {
-    JsonB(serde_json::from_str(SHIPPED).expect("the shipped decision is valid JSON"))
+    // Parsed once per backend: fb_retrieve looks it up for every code input.
+    static PARSED: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    JsonB(PARSED.get_or_init(|| serde_json::from_str(SHIPPED).expect("the shipped decision is valid JSON")).clone())
 }
 
 fn decision_of(value: serde_json::Value) -> Decision {
