@@ -171,7 +171,13 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 /// Fits weights and bias (threshold 0.5 until [`choose_threshold`]); `positive_weight` weighs each positive row
 /// (positives are rare: one or two of twenty candidates), `l2` the penalty on the standardised weights.
 pub fn fit(rows: &[Vec<f64>], labels: &[bool], positive_weight: f64, l2: f64) -> Decision {
-    let d = FEATURES.len();
+    fit_named(&FEATURES, rows, labels, positive_weight, l2)
+}
+
+/// [`fit`] over any named features (each row holds one value per name, in order): also used by the
+/// near-duplicate comparison ([`crate::dedup`]).
+pub fn fit_named(names: &[&str], rows: &[Vec<f64>], labels: &[bool], positive_weight: f64, l2: f64) -> Decision {
+    let d = names.len();
     let n = rows.len().max(1) as f64;
     let mean: Vec<f64> = (0..d).map(|j| rows.iter().map(|r| r[j]).sum::<f64>() / n).collect();
     let scale: Vec<f64> = (0..d)
@@ -223,7 +229,7 @@ pub fn fit(rows: &[Vec<f64>], labels: &[bool], positive_weight: f64, l2: f64) ->
         }
     }
     Decision {
-        features: FEATURES.iter().map(|s| s.to_string()).collect(),
+        features: names.iter().map(|s| s.to_string()).collect(),
         mean,
         scale,
         bias: w[d],
