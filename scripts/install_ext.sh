@@ -5,7 +5,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 stamp="$RUN/installed.stamp"
 want="$(cd "$ROOT" && cat Cargo.toml Cargo.lock pg_feedback.control rustfmt.toml \
-        | cat - $(find src sql crates data/decision -type f -not -path '*/target/*' | sort) | sha256sum | cut -d' ' -f1)"
+        | cat - $(find src sql crates data/decision data/dedup/compare.json -type f -not -path '*/target/*' | sort) | sha256sum | cut -d' ' -f1)"
 lib="$("$(pg_config_bin)" --pkglibdir)/pg_feedback.so"
 if [ -f "$lib" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     exit 0

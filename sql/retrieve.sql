@@ -382,8 +382,11 @@ CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT c.id, c.lesson, (1 - c.distance)::real,
-               1 - c.distance >= _fb_setting('pg_feedback.dup_threshold')::double precision
+               1 - c.distance >= greatest(_fb_setting('pg_feedback.compare_threshold')::double precision,
+                                          _fb_dedup_neighbour())
                    AND _fb_setting('pg_feedback.dup_threshold')::double precision < 1
+                   AND _fb_compare_lessons(c.lesson, fb_find_duplicate.lesson, _fb_task_type(fb_find_duplicate.task_type),
+                                           1 - c.distance)->>'verdict' = 'duplicate'
           FROM _fb_candidates(fb_embed(fb_document_text(fb_find_duplicate.task_type, fb_find_duplicate.lesson)),
                               _fb_task_type(fb_find_duplicate.task_type), 1) c
          WHERE _fb_normalize(fb_find_duplicate.lesson) <> '';
@@ -391,7 +394,7 @@ CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
 
 COMMENT ON FUNCTION fb_find_duplicate(text, text) IS
     'The active note of the task_type nearest to a lesson (active model), its cosine similarity, and whether ingesting the lesson '
-    'would merge into it (similarity >= pg_feedback.dup_threshold). No row for a NULL or blank lesson.';
+    'would merge into it (near enough, and fb_compare_notes calls it a duplicate). No row for a NULL or blank lesson.';
 
 CREATE FUNCTION fb_build_prompt(query text, task_type text,
                                 base_instructions text DEFAULT

@@ -23,7 +23,15 @@ BEGIN
     IF NOT old = ANY (from_status) THEN
         RETURN false;
     END IF;
-    UPDATE feedback_notes SET status = to_status, updated_at = now() WHERE id = note_id;
+    UPDATE feedback_notes
+       SET status = to_status, updated_at = now(),
+           superseded_by = CASE WHEN old = 'superseded' THEN NULL ELSE superseded_by END
+     WHERE id = note_id;
+    IF old = 'active' THEN
+        -- A note kept live beside this revision of it (pg_feedback.revisions = keep_both) is retrieved again.
+        UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
+         WHERE superseded_by = note_id AND status = 'active';
+    END IF;
     INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason)
     VALUES (_fb_actor(), action, note_id, hash, old, to_status, reason);
     RETURN true;
@@ -55,13 +63,19 @@ BEGIN
     IF NOT _fb_set_status(note_id, '{pending,rejected}', 'active', 'approve', fb_redact(reason)) THEN
         RETURN false;
     END IF;
-    -- Live now: like any new active note it may be a near-duplicate of one already there.
-    PERFORM _fb_merge_near_duplicates(ARRAY[note_id]);
+    IF (SELECT f.supersedes FROM feedback_notes f WHERE f.id = note_id) IS NOT NULL THEN
+        -- A revision held for review: the note it revises leaves retrieval now.
+        PERFORM _fb_supersede(f.supersedes, note_id) FROM feedback_notes f WHERE f.id = note_id;
+    ELSE
+        -- Live now: like any new active note it may be a near-duplicate of one already there.
+        PERFORM _fb_merge_near_duplicates(ARRAY[note_id]);
+    END IF;
     RETURN true;
 END $$;
 COMMENT ON FUNCTION fb_approve(bigint, text) IS
-    'Reviewer: a pending (or rejected) note goes live (status active), and merges into a near-duplicate if there is '
-    'one. false when the note is in another status.';
+    'Reviewer: a pending (or rejected) note goes live (status active); a revision (supersedes) supersedes the note '
+    'it revises, any other note merges into a near-duplicate if there is one. false when the note is in another '
+    'status.';
 
 CREATE FUNCTION fb_reject(note_id bigint, reason text) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
@@ -80,8 +94,54 @@ COMMENT ON FUNCTION fb_deprecate(bigint, text) IS
 CREATE FUNCTION fb_restore(note_id bigint, reason text DEFAULT NULL) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    RETURN _fb_set_status(note_id, '{deprecated}', 'active', 'restore', fb_redact(reason));
-COMMENT ON FUNCTION fb_restore(bigint, text) IS 'Reviewer: a deprecated note is active again; true if it was deprecated.';
+    RETURN _fb_set_status(note_id, '{deprecated,superseded}', 'active', 'restore', fb_redact(reason));
+COMMENT ON FUNCTION fb_restore(bigint, text) IS
+    'Reviewer: a deprecated or superseded note is active again (a superseded one no longer points at its revision); '
+    'true if it was deprecated or superseded.';
+
+-- A revision held for review that was a rewording after all: merged into the note it names, as the ingest merge
+-- would have (the older note keeps its text and provenance, the report is recorded in feedback_note_merges).
+CREATE FUNCTION fb_merge(note_id bigint, into_id bigint, reason text DEFAULT NULL) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    n feedback_notes;
+    t feedback_notes;
+    slot smallint := (SELECT a.slot FROM _fb_active() a);
+BEGIN
+    SELECT * INTO n FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant);
+    SELECT * INTO t FROM feedback_notes f WHERE f.id = into_id AND _fb_tenant_allowed(f.tenant);
+    IF n.id IS NULL OR t.id IS NULL THEN
+        RAISE EXCEPTION 'no note with id %', coalesce(CASE WHEN n.id IS NULL THEN note_id ELSE into_id END::text, 'NULL')
+            USING ERRCODE = 'no_data_found', HINT = 'Take the ids from feedback_review_queue (id, revises).';
+    END IF;
+    IF n.status <> 'pending' OR t.status <> 'active' OR n.id = t.id OR n.task_type <> t.task_type
+       OR n.tenant IS DISTINCT FROM t.tenant THEN
+        RAISE EXCEPTION 'note % cannot be merged into note %', note_id, into_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Note %s is %s, note %s is %s.', n.id, n.status, t.id, t.status),
+                  HINT = 'Merge a pending note into an active note of the same task_type and tenant.';
+    END IF;
+    PERFORM _fb_lock_dedup(ARRAY[coalesce(t.tenant, '')], ARRAY[t.task_type]);
+    UPDATE feedback_notes SET report_count = report_count + n.report_count, updated_at = now(),
+           context = CASE WHEN btrim(context) = '' THEN n.context ELSE context END
+     WHERE id = t.id;
+    INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
+                                      merged_by, context)
+    VALUES (n.content_hash, t.id, coalesce(1 - (_fb_vector(n, slot) <=> _fb_vector(t, slot)), 0), n.task_type,
+            n.lesson, n.correction, n.source, n.created_by, n.context);
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, reason, detail)
+    VALUES (_fb_actor(), 'merge', t.id, n.content_hash, n.status, fb_redact(reason),
+            jsonb_build_object('merged_hash', n.content_hash, 'merged_note', n.id, 'by_reviewer', true));
+    UPDATE feedback_note_merges m SET into_id = t.id WHERE m.into_id = n.id;
+    DELETE FROM feedback_notes f WHERE f.id = n.id;
+    RETURN true;
+END $$;
+COMMENT ON FUNCTION fb_merge(bigint, bigint, text) IS
+    'Reviewer: merges a pending note (a revision held for review that was a rewording after all) into an active '
+    'note of the same task_type and tenant: the active note keeps its text, source and created_by and counts the '
+    'reports; the merged one is recorded in feedback_note_merges (its reporter as merged_by). Audited.';
 
 CREATE FUNCTION fb_deprecate_stale(older_than interval, task_type text DEFAULT NULL) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -191,6 +251,127 @@ COMMENT ON FUNCTION fb_purge_merged(text, text) IS
     'Reviewer: removes the text of a report that was merged into another note (feedback_note_merges, by its '
     'merged_hash) for a leaked secret; returns how many merge records were cleared. Audited.';
 
+-- A merged report back as its own note, for a merge that folded a correction into the lesson it corrects (earlier
+-- versions merged by cosine alone): the report's text, source, context and reporter (created_by) as a new note of
+-- the same task_type and tenant, held for a reviewer (pending), compared like any note when approved. The merge
+-- record goes, the note it was folded into counts one report less; the audit keeps both ids.
+CREATE FUNCTION fb_unmerge(merge_id bigint, reason text DEFAULT NULL) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    m feedback_note_merges;
+    t feedback_notes;
+    review text := _fb_setting('pg_feedback.review');
+    new_id bigint;
+BEGIN
+    SELECT * INTO m FROM feedback_note_merges WHERE id = merge_id;
+    SELECT * INTO t FROM feedback_notes WHERE id = m.into_id;
+    IF m.id IS NULL OR NOT _fb_tenant_allowed(t.tenant) THEN
+        RAISE EXCEPTION 'no merged report with id %', merge_id
+            USING ERRCODE = 'no_data_found', HINT = 'Take the id from feedback_note_merges.';
+    END IF;
+    IF m.lesson = '[purged]' THEN
+        RAISE EXCEPTION 'the text of merged report % was purged', merge_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'A purged report has no text to bring back.';
+    END IF;
+    PERFORM _fb_lock_dedup(ARRAY[coalesce(t.tenant, '')], ARRAY[t.task_type]);
+    -- Held for a reviewer, so it cannot merge straight back before anyone has looked at it.
+    PERFORM set_config('pg_feedback.review', 'all', true);
+    INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source, tenant, context)
+    VALUES (m.task_type, '', m.correction, m.lesson, m.source, t.tenant, m.context)
+    RETURNING id INTO new_id;
+    PERFORM set_config('pg_feedback.review', review, true);
+    IF new_id IS NULL THEN
+        -- The same content was stored since: the insert counted a report on it.
+        SELECT f.id INTO new_id FROM feedback_notes f WHERE f.content_hash = m.merged_hash;
+    ELSE
+        UPDATE feedback_notes SET created_by = m.merged_by WHERE id = new_id;
+    END IF;
+    DELETE FROM feedback_note_merges WHERE id = merge_id;
+    UPDATE feedback_notes SET report_count = greatest(report_count - 1, 1), updated_at = now() WHERE id = t.id;
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, reason, detail)
+    VALUES (_fb_actor(), 'unmerge', new_id, m.merged_hash, fb_redact(reason),
+            jsonb_build_object('merge_id', merge_id, 'from_note', t.id, 'merged_by', m.merged_by));
+    RETURN new_id;
+END $$;
+COMMENT ON FUNCTION fb_unmerge(bigint, text) IS
+    'Reviewer: turns a merged report (feedback_note_merges.id) back into its own note: its text, source, context and '
+    'reporter as a new pending note of the same task_type and tenant (fb_approve puts it live; a revision of the '
+    'note it was merged into then supersedes it). The note it was folded into counts one report less. Returns the '
+    'new note''s id. Audited.';
+
+-- Revisions already in the store: notes loaded with merging off, restored from a dump, or stored by a version that
+-- merged by cosine alone. Each active note of the task_type is compared with its older active neighbours (same
+-- tenant, cosine at least pg_feedback.compare_threshold and the comparison model's bound); every pair called a
+-- revision is returned. record => true links each pair that is not linked yet as pg_feedback.revisions =
+-- keep_both does (supersedes / superseded_by): feedback_conflicts lists it and retrieval takes the newer until a
+-- reviewer settles it.
+CREATE FUNCTION fb_find_conflicts(task_type text, record boolean DEFAULT false)
+    RETURNS TABLE (older_id bigint, newer_id bigint, kind text, similarity real, older_lesson text,
+                   newer_lesson text, recorded boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_column
+DECLARE
+    tt text := _fb_task_type(task_type);
+    threshold double precision := greatest(_fb_setting('pg_feedback.compare_threshold')::double precision,
+                                           _fb_dedup_neighbour());
+    slot smallint;
+    model text;
+    n record;
+    near record;
+    verdict jsonb;
+BEGIN
+    SELECT a.slot, a.model INTO slot, model FROM _fb_active() a;
+    IF record THEN
+        PERFORM _fb_lock_dedup(array_agg(DISTINCT coalesce(f.tenant, '')), array_agg(DISTINCT f.task_type))
+           FROM feedback_notes f WHERE f.task_type = tt AND f.status = 'active';
+    END IF;
+    FOR n IN
+        SELECT f.id, f.lesson, f.tenant, f.supersedes, _fb_vector(f, slot) AS vec
+          FROM feedback_notes f
+         WHERE f.task_type = tt AND f.status = 'active' AND _fb_has_vector(f, slot, model)
+           AND _fb_tenant_allowed(f.tenant)
+         ORDER BY f.id
+    LOOP
+        FOR near IN
+            SELECT c.id, 1 - c.distance AS sim, c.lesson
+              FROM _fb_candidates(n.vec, tt, 4, 'auto', n.tenant, true, model) c
+             WHERE c.id < n.id AND 1 - c.distance >= threshold
+             ORDER BY c.distance, c.id
+             LIMIT 3
+        LOOP
+            verdict := _fb_compare_lessons(near.lesson, n.lesson, tt, near.sim, model);
+            CONTINUE WHEN verdict->>'verdict' <> 'revision';
+            older_id := near.id;
+            newer_id := n.id;
+            kind := verdict->>'kind';
+            similarity := near.sim;
+            older_lesson := near.lesson;
+            newer_lesson := n.lesson;
+            recorded := n.supersedes IS NOT DISTINCT FROM near.id;
+            IF record AND n.supersedes IS NULL THEN
+                UPDATE feedback_notes SET supersedes = near.id WHERE id = n.id;
+                UPDATE feedback_notes SET superseded_by = n.id WHERE id = near.id AND superseded_by IS NULL;
+                INSERT INTO feedback_audit (actor, action, note_id, detail)
+                VALUES (_fb_actor(), 'conflict', n.id,
+                        jsonb_build_object('revises', near.id, 'kind', kind, 'similarity', round(near.sim::numeric, 4)));
+                n.supersedes := near.id;
+                recorded := true;
+            END IF;
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION fb_find_conflicts(text, boolean) IS
+    'Reviewer: active notes of a task_type that a newer active note revises (fb_compare_notes verdict revision), '
+    'found by comparing each with its older near neighbours: stores loaded with merging off, restored dumps, notes '
+    'from versions that merged by cosine alone. record => true links each pair (supersedes, superseded_by): '
+    'feedback_conflicts lists it and fb_retrieve injects only the newer until a reviewer settles it.';
+
 -- Everything one role stored since a moment, for a reviewer who suspects it (a leaked or compromised writer):
 -- the notes it created (any status) and the reports of it that were merged into other notes. Only notes of the
 -- acting role's tenants (and shared ones).
@@ -280,10 +461,27 @@ COMMENT ON FUNCTION fb_purge_by(text, timestamptz, text) IS
 
 CREATE VIEW feedback_review_queue WITH (security_barrier = true) AS
 SELECT n.id, n.content_hash, n.task_type, n.tenant, n.lesson, n.correction, n.wrong_answer, n.screening AS findings,
-       n.created_by AS reported_by, n.source, n.report_count, n.created_at, now() - n.created_at AS age
+       n.created_by AS reported_by, n.source, n.report_count, n.created_at, now() - n.created_at AS age,
+       n.supersedes AS revises, o.lesson AS revises_lesson
   FROM feedback_notes n
+  LEFT JOIN feedback_notes o ON o.id = n.supersedes
  WHERE n.status = 'pending'
    AND (n.tenant IS NULL OR n.tenant = ANY ((SELECT _fb_my_tenants())::text[]));
 COMMENT ON VIEW feedback_review_queue IS
     'Notes waiting for a reviewer (status pending) of the tenants the current user belongs to, with fb_screen''s '
-    'findings, who reported them and how long they have waited. fb_approve or fb_reject settles each.';
+    'findings, who reported them and how long they have waited; revises: the active note a revision would '
+    'supersede (revises_lesson its lesson). fb_approve or fb_reject settles each (fb_reject keeps the older note).';
+
+CREATE VIEW feedback_conflicts WITH (security_barrier = true) AS
+SELECT o.id AS older_id, n.id AS newer_id, o.task_type, o.tenant, o.lesson AS older_lesson, n.lesson AS newer_lesson,
+       o.source AS older_source, n.source AS newer_source, o.created_by AS older_by, n.created_by AS newer_by,
+       n.status AS newer_status, CASE WHEN n.status = 'active' THEN 'newer' ELSE 'older' END AS retrieved,
+       n.created_at AS revised_at
+  FROM feedback_notes n
+  JOIN feedback_notes o ON o.id = n.supersedes
+ WHERE o.status = 'active' AND n.status IN ('active', 'pending')
+   AND (o.tenant IS NULL OR o.tenant = ANY ((SELECT _fb_my_tenants())::text[]));
+COMMENT ON VIEW feedback_conflicts IS
+    'Active notes with a newer note that revises them and is not settled: waiting for review (newer_status '
+    'pending: the older is retrieved) or kept live beside it (pg_feedback.revisions = keep_both: only the newer is '
+    'retrieved). fb_approve, fb_reject or fb_deprecate settles each.';

@@ -40,8 +40,8 @@ REVOKE ALL ON feedback_notes, feedback_note_merges, feedback_dedup_locks, feedba
               feedback_golden, fb_eval_runs, feedback_embedding_slots, feedback_reembed_runs, feedback_active_notes,
               feedback_review_queue, fb_eval_history, feedback_reembed_progress, feedback_embedding_status,
               feedback_worker, feedback_retrieval_settings, feedback_retrievals, feedback_golden_judgments,
-              feedback_retrieval_judgments, feedback_note_quality FROM PUBLIC;
-REVOKE ALL ON SEQUENCE feedback_notes_id_seq, feedback_audit_id_seq, feedback_golden_id_seq, fb_eval_runs_id_seq,
+              feedback_retrieval_judgments, feedback_note_quality, feedback_conflicts FROM PUBLIC;
+REVOKE ALL ON SEQUENCE feedback_note_merges_id_seq, feedback_notes_id_seq, feedback_audit_id_seq, feedback_golden_id_seq, fb_eval_runs_id_seq,
               feedback_reembed_runs_id_seq, feedback_retrievals_id_seq FROM PUBLIC;
 
 -- Readers: retrieval, prompts, duplicates lookup, embeddings, screening and redaction; active notes of their
@@ -61,6 +61,10 @@ GRANT EXECUTE ON FUNCTION
     fb_embedding_model(), fb_rerank_model(), fb_models(), fb_model_stats(),
     fb_content_hash(text, text, text, text), fb_document_text(text, text),
     fb_screen(text), fb_redact(text),
+    fb_compare_notes(text, text, text), _fb_compare_lessons(text, text, text, double precision, text),
+    _fb_compare_neighbours(text[], text, double precision[], text),
+    _fb_compare_texts(text, text, double precision, double precision), _fb_residuals(text, text),
+    _fb_dedup_neighbour(),
     _fb_embed_with(text, text[], boolean), _fb_model_key(text), _fb_default_model(), _fb_installed_models(),
     _fb_active(), _fb_active_slot(), _fb_active_model(), _fb_slot_of(text), _fb_resolve_model(text),
     _fb_normalize(text), _fb_setting(text), _fb_visible_notes(), _fb_worker_status()
@@ -80,7 +84,8 @@ TO feedback_writer;
 -- Reviewers: writers' rights plus the review queue, the lifecycle functions, the audit trail, merges, every note
 -- (all statuses), golden questions and evaluation, and the embedding status. Re-embedding and switching models
 -- stay with superusers.
-GRANT SELECT ON feedback_notes, feedback_note_merges, feedback_audit, feedback_review_queue, fb_eval_runs,
+GRANT SELECT ON feedback_notes, feedback_note_merges, feedback_audit, feedback_review_queue, feedback_conflicts,
+                fb_eval_runs,
                 fb_eval_history, feedback_reembed_runs, feedback_reembed_progress, feedback_embedding_status,
                 feedback_retrievals, feedback_retrieval_judgments, feedback_note_quality
    TO feedback_reviewer;
@@ -98,6 +103,7 @@ GRANT EXECUTE ON FUNCTION
     _fb_calibrate_sweep(jsonb, double precision, integer, boolean, integer, double precision, integer),
     _fb_split_of(text),
     fb_notes_by(text, timestamptz), fb_purge_by(text, timestamptz, text),
+    fb_unmerge(bigint, text), fb_find_conflicts(text, boolean), fb_merge(bigint, bigint, text),
     -- What fb_eval, fb_calibrate, fb_eval_ann and the review queue call as the reviewer.
     _fb_vector(feedback_notes, smallint), _fb_has_vector(feedback_notes, smallint, text),
     _fb_candidates(vector, text, integer, text, text, boolean, text),

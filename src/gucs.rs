@@ -21,6 +21,20 @@ pub enum Review {
     Off,
 }
 
+/// `pg_feedback.revisions`: what happens when a new note revises (reverses or changes) an active one.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Revisions {
+    /// The newer note waits for a reviewer (pending, "revises #id"); the older stays live until it is approved.
+    #[name = c"review"]
+    Review,
+    /// The newer note goes live at once and supersedes the older.
+    #[name = c"newest"]
+    Newest,
+    /// Both stay live; fb_retrieve still never injects both (the newer wins).
+    #[name = c"keep_both"]
+    KeepBoth,
+}
+
 impl Review {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -59,6 +73,7 @@ static RERANK_FLOOR: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_RERANK_FLO
 static COSINE_FLOOR: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_COSINE_FLOOR);
 static TIE_MARGIN: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static DUP_THRESHOLD: GucSetting<f64> = GucSetting::<f64>::new(0.92);
+static COMPARE_THRESHOLD: GucSetting<f64> = GucSetting::<f64>::new(0.75);
 static EXACT_SCAN_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(20000);
 
 /// fb_calibrate() on the tune split of the project's golden questions (see README, "Calibration").
@@ -69,6 +84,7 @@ static MAX_BATCH_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static MAX_INPUT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(65536);
 static MAX_CALL_BYTES: GucSetting<i32> = GucSetting::<i32>::new(4 * 1024 * 1024);
 static REVIEW: GucSetting<Review> = GucSetting::<Review>::new(Review::Flagged);
+static REVISIONS: GucSetting<Revisions> = GucSetting::<Revisions>::new(Revisions::Review);
 static RESTORE_MODE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static INFERENCE: GucSetting<Inference> = GucSetting::<Inference>::new(Inference::Auto);
 static WORKER_RUNNERS: GucSetting<i32> = GucSetting::<i32>::new(0);
@@ -196,9 +212,23 @@ pub fn init() {
     );
     GucRegistry::define_float_guc(
         c"pg_feedback.dup_threshold",
-        c"Cosine similarity at which a new note is merged into an active note of the same task_type.",
-        c"1 disables near-duplicate merging (identical content is always merged by its content hash).",
+        c"1 turns near-duplicate merging and revisions off; before 0.8.0, the cosine at which notes merged.",
+        c"From 0.8.0 notes are compared by text (pg_feedback.compare_threshold); the value is kept for \
+          installations still on an older extension version, whose SQL merges at this cosine. Identical \
+          content is always merged by its content hash.",
         &DUP_THRESHOLD,
+        0.0,
+        1.0,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"pg_feedback.compare_threshold",
+        c"Cosine similarity at which an active note of the same task_type and tenant is compared with a new note.",
+        c"The nearest neighbours at or above it (and above the comparison model's own bound) are compared by \
+          their text (fb_compare_notes): a rewording is merged, a revision supersedes (pg_feedback.revisions), \
+          anything else stays. pg_feedback.dup_threshold = 1 turns merging and revisions off.",
+        &COMPARE_THRESHOLD,
         0.0,
         1.0,
         GucContext::Suset,
@@ -268,6 +298,16 @@ pub fn init() {
         c"flagged: notes whose lesson or correction fb_screen flags; all: every new note; off: none (screening \
           findings are still recorded). Superuser only.",
         &REVIEW,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"pg_feedback.revisions",
+        c"What happens when a new note revises an active one: review, newest or keep_both.",
+        c"review: the newer note waits in feedback_review_queue (revises #id) and supersedes the older when a \
+          reviewer approves it; newest: it goes live and supersedes the older at once; keep_both: both stay \
+          live (fb_retrieve injects only the newer). Superuser only.",
+        &REVISIONS,
         GucContext::Suset,
         GucFlags::default(),
     );

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 mod compat;
 mod decide;
+mod dedup;
 mod embed;
 mod error;
 mod eval;
@@ -48,6 +49,9 @@ extension_sql_file!(
         notes::_fb_review_mode,
         notes::_fb_task_type,
         notes::conflict::_fb_on_conflict_do_nothing,
+        dedup::_fb_dedup_neighbour,
+        dedup::_fb_residuals,
+        dedup::_fb_compare_texts,
         guard::fb_screen,
         guard::fb_redact,
         guard::_fb_clean_field,
