@@ -44,7 +44,7 @@ trap 'bash "$ROOT/scripts/pg.sh" stop "$e2e_data" >/dev/null 2>&1' EXIT
 
 # Runs pg_regress and the e2e scripts against a fresh server; $1 = worker (preloaded) or backend.
 suite() {
-    local mode="$1" preload=1 scripts="concurrent_ingest guard redteam survive matrix flood replica code_inputs"
+    local mode="$1" preload=1 scripts="concurrent_ingest guard redteam survive matrix flood replica code_inputs revisions"
     [ "$mode" = backend ] && preload=0
     [ "$mode" = worker ] && scripts="$scripts worker"
     scripts="$scripts crash"   # last: it restarts every backend of the server

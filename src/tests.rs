@@ -353,8 +353,10 @@ mod tests {
         assert_eq!(merged, format!("{first} merged"));
         assert_eq!(
             one::<String>("SELECT format('%s %s %s', count(*), max(report_count), max(source)) FROM feedback_notes"),
-            "1 2 import"
+            "1 2 review_ui"
         );
+        // The surviving note keeps its own provenance; the merged report's is recorded with it.
+        assert_eq!(one::<String>("SELECT source FROM feedback_note_merges"), "import");
         assert_eq!(one::<i64>("SELECT into_id FROM feedback_note_merges"), first);
         assert_eq!(
             one::<String>("SELECT merged_hash FROM feedback_note_merges"),
@@ -634,6 +636,30 @@ mod tests {
             one::<i64>("SELECT id FROM fb_retrieve('The loop runs one SQL query per row (N+1 queries): is that slow?', 'perf_review')"),
             id
         );
+    }
+
+    #[pg_test]
+    fn a_reversed_lesson_is_held_as_a_revision_not_merged() {
+        let older = one::<i64>(
+            "SELECT id FROM fb_ingest('style_review', '', 'Tabs.', 'Prefer tabs over spaces for indentation in Makefiles.')",
+        );
+        assert_eq!(
+            one::<String>(
+                "SELECT action FROM fb_ingest('style_review', '', 'Spaces.', \
+                 'Prefer spaces over tabs for indentation in Makefiles.')"
+            ),
+            "pending"
+        );
+        assert_eq!(one::<i64>("SELECT supersedes FROM feedback_notes WHERE status = 'pending'"), older);
+        assert_eq!(one::<i64>("SELECT count(*) FROM feedback_note_merges"), 0);
+        let newer = one::<i64>("SELECT id FROM feedback_notes WHERE status = 'pending'");
+        assert!(one::<bool>(&format!("SELECT fb_approve({newer})")));
+        assert_eq!(one::<String>(&format!("SELECT status FROM feedback_notes WHERE id = {older}")), "superseded");
+        assert_eq!(one::<i64>(&format!("SELECT superseded_by FROM feedback_notes WHERE id = {older}")), newer);
+        let kind = one::<String>(
+            "SELECT fb_compare_notes('Prefer tabs over spaces.', 'Prefer spaces over tabs.') ->> 'kind'",
+        );
+        assert_eq!(kind, "swapped_comparison");
     }
 
     #[pg_test(error = "task_type is blank")]

@@ -125,6 +125,7 @@ def load_fixture():
         fx["spare_id"] = ids[SPARE_NOTES[0][0]]
         fx["deprecated_id"] = ids[SPARE_NOTES[2][0]]
         fx["merged_hash"] = one(su, "SELECT merged_hash FROM feedback_note_merges LIMIT 1")
+        fx["merge_id"] = one(su, "SELECT id FROM feedback_note_merges LIMIT 1")
         # 500 long notes for the rerank-cancel cases, through the restore path (vectors given: no model run).
         su.execute("SET pg_feedback.restore_mode = on")
         su.execute("""

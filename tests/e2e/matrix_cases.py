@@ -166,6 +166,9 @@ FUNCTIONS = {
     "fb_find_duplicate": dict(role="reader",
                               args={"task_type": TTL, "lesson": "'Concatenating a numeric id into SQL is injectable.'"},
                               select="SELECT id FROM {call}", nulls={"task_type": NO_ROWS, "lesson": NO_ROWS}),
+    "fb_compare_notes": dict(role="reader",
+                             args={"a": "'Prefer tabs over spaces.'", "b": "'Prefer spaces over tabs.'", "task_type": TTL},
+                             select="SELECT {call}", nulls={"a": NULL, "b": NULL, "task_type": NULL}),
     "fb_build_prompt": dict(
         role="reader",
         args={"query": QL, "task_type": TTL, "base_instructions": "'You review code.'", "max_context_tokens": "800"},
@@ -217,6 +220,17 @@ FUNCTIONS = {
                      nulls={"note_id": Err("P0002"), "reason": Err("22023")}),
     "fb_purge_merged": dict(role="reviewer", txn=True, args={"merged_hash": "'<<merged_hash>>'", "reason": "'leaked'"},
                             nulls={"merged_hash": Err("P0002"), "reason": Err("22023")}),
+    "fb_unmerge": dict(role="reviewer", txn=True, args={"merge_id": "<<merge_id>>", "reason": "'folded away'"},
+                       select="SELECT {call}",
+                       nulls={"merge_id": Err("P0002"),
+                              "reason": Res("the new note's id", lambda got, ctx: len(got) == 1 and got[0][0] is not None)}),
+    "fb_merge": dict(role="reviewer", txn=True,
+                     args={"note_id": "<<pending_id>>", "into_id": "<<spare_id>>", "reason": "'a rewording'"},
+                     select="SELECT {call}",
+                     nulls={"note_id": Err("P0002"), "into_id": Err("P0002"), "reason": TRUE}),
+    "fb_find_conflicts": dict(role="reviewer", txn=True, args={"task_type": TTL, "record": "false"},
+                              select="SELECT count(*) >= 0 FROM {call}",
+                              nulls={"task_type": TRUE, "record": (TRUE, "debatable: NULL record reads as false")}),
     "fb_notes_by": dict(role="reviewer", args={"role": "'postgres'", "since": "'-infinity'"},
                         select="SELECT count(*) > 0 FROM {call}",
                         nulls={"role": Err("22023"), "since": Err("22023")}),
@@ -386,6 +400,10 @@ add(case("retrieve_task_type_1mb", "size", f"SELECT id FROM fb_retrieve({QL}, {M
 add(case("build_prompt_query_1mb", "size", f"SELECT fb_build_prompt({MB1}, {TTL})", Err("54000")))
 add(case("build_prompt_instructions_1mb", "size", f"SELECT fb_build_prompt({QL}, {TTL}, {MB1})", Err("54000"),
          note="instructions are not tokenized, but they are copied into the prompt: capped like every text"))
+add(case("compare_notes_lesson_1mb", "size", f"SELECT fb_compare_notes({MB1}, 'b')", Err("54000")))
+add(case("compare_notes_reversed", "text",
+         "SELECT fb_compare_notes('Prefer tabs over spaces in Makefiles.', 'Prefer spaces over tabs in Makefiles.')"
+         "->>'verdict'", rows([("revision",)], "revision")))
 add(case("find_duplicate_lesson_1mb", "size", f"SELECT id FROM fb_find_duplicate({TTL}, {MB1})", Err("54000")))
 add(case("ingest_correction_1mb", "size", ingest(correction=MB1), Err("54000"), role="writer", txn=True))
 add(case("ingest_wrong_answer_1mb", "size", ingest(wrong=MB1), Err("54000"), role="writer", txn=True))
