@@ -31,6 +31,7 @@ import numpy as np
 import onnxruntime as ort
 
 import caps
+import dedup
 import data
 import flood
 import retrieval
@@ -178,6 +179,8 @@ def main():
     embedding_section(args.port, rows)
     log("== retrieval")
     rows += retrieval.run(args.port, n_queries)
+    log("== near-duplicate comparison at ingest")
+    rows += dedup.run(args.port)
     log("== selective reranking and hybrid candidates")
     rows += selective.run(args.port, n_queries, log=log)
     log("== seed pipeline")
