@@ -43,6 +43,16 @@ IMMUTABLE STRICT PARALLEL SAFE
 SET search_path TO pg_catalog, @extschema@, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_fb_dedup_neighbour_wrapper';
+-- pg_feedback::dedup::_fb_needs_residuals
+CREATE  FUNCTION "_fb_needs_residuals"(
+	"olders" TEXT[], /* Vec < Option < String > > */
+	"newer" TEXT, /* & str */
+	"similarities" double precision[] /* Vec < Option < f64 > > */
+) RETURNS bool[] /* Vec < bool > */
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path TO pg_catalog, @extschema@, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_fb_needs_residuals_wrapper';
 -- pg_feedback::dedup::_fb_residuals
 CREATE  FUNCTION "_fb_residuals"(
 	"a" TEXT, /* & str */
@@ -86,25 +96,34 @@ CREATE FUNCTION _fb_compare_neighbours(olders text[], newer text, similarities d
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
+    needed boolean[] := _fb_needs_residuals(olders, newer, similarities);
     texts text[] := '{}';
+    slot integer[] := '{}';
     v vector[];
+    residual double precision;
     out jsonb[] := '{}';
 BEGIN
+    -- Only the pairs the merge model could merge read the cosine of their residuals: embed those alone.
     FOR i IN 1..coalesce(cardinality(olders), 0) LOOP
-        texts := texts || _fb_residuals(olders[i], newer);
+        IF needed[i] THEN
+            slot := slot || (cardinality(texts) + 1);
+            texts := texts || _fb_residuals(olders[i], newer);
+        ELSE
+            slot := slot || 0;
+        END IF;
     END LOOP;
-    IF cardinality(texts) = 0 THEN
-        RETURN out;
+    IF cardinality(texts) > 0 THEN
+        v := fb_embed_batch(texts, false, model);
     END IF;
-    v := fb_embed_batch(texts, false, model);
-    FOR i IN 1..cardinality(olders) LOOP
-        out := array_append(out, _fb_compare_texts(olders[i], newer, similarities[i], 1 - (v[2 * i - 1] <=> v[2 * i])));
+    FOR i IN 1..coalesce(cardinality(olders), 0) LOOP
+        residual := CASE WHEN slot[i] > 0 THEN 1 - (v[slot[i]] <=> v[slot[i] + 1]) ELSE 0 END;
+        out := array_append(out, _fb_compare_texts(olders[i], newer, similarities[i], residual));
     END LOOP;
     RETURN out;
 END $$;
 COMMENT ON FUNCTION _fb_compare_neighbours(text[], text, double precision[], text) IS
     'Internal: a newer lesson compared with each of several older ones whose cosines with it are given (the '
-    'residual texts of every pair embedded in one model run).';
+    'residual texts of the pairs the merge model reads embedded in one model run, none for the others).';
 
 CREATE FUNCTION _fb_compare_lessons(older text, newer text, task_type text, similarity double precision DEFAULT NULL,
                                     model text DEFAULT NULL) RETURNS jsonb
@@ -631,7 +650,7 @@ REVOKE ALL ON FUNCTION fb_unmerge(bigint, text), fb_find_conflicts(text, boolean
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fb_unmerge(bigint, text), fb_find_conflicts(text, boolean), fb_merge(bigint, bigint, text)
     TO feedback_reviewer;
-REVOKE ALL ON FUNCTION _fb_dedup_neighbour(), _fb_residuals(text, text),
+REVOKE ALL ON FUNCTION _fb_dedup_neighbour(), _fb_residuals(text, text), _fb_needs_residuals(text[], text, double precision[]),
     _fb_compare_texts(text, text, double precision, double precision),
     _fb_compare_lessons(text, text, text, double precision, text), fb_compare_notes(text, text, text),
     _fb_compare_neighbours(text[], text, double precision[], text), _fb_supersede(bigint, bigint) FROM PUBLIC;
@@ -639,7 +658,7 @@ GRANT EXECUTE ON FUNCTION
     fb_compare_notes(text, text, text), _fb_compare_lessons(text, text, text, double precision, text),
     _fb_compare_neighbours(text[], text, double precision[], text),
     _fb_compare_texts(text, text, double precision, double precision), _fb_residuals(text, text),
-    _fb_dedup_neighbour()
+    _fb_dedup_neighbour(), _fb_needs_residuals(text[], text, double precision[])
 TO feedback_reader;
 GRANT SELECT ON feedback_conflicts TO feedback_reviewer;
 

@@ -64,7 +64,7 @@ GRANT EXECUTE ON FUNCTION
     fb_compare_notes(text, text, text), _fb_compare_lessons(text, text, text, double precision, text),
     _fb_compare_neighbours(text[], text, double precision[], text),
     _fb_compare_texts(text, text, double precision, double precision), _fb_residuals(text, text),
-    _fb_dedup_neighbour(),
+    _fb_dedup_neighbour(), _fb_needs_residuals(text[], text, double precision[]),
     _fb_embed_with(text, text[], boolean), _fb_model_key(text), _fb_default_model(), _fb_installed_models(),
     _fb_active(), _fb_active_slot(), _fb_active_model(), _fb_slot_of(text), _fb_resolve_model(text),
     _fb_normalize(text), _fb_setting(text), _fb_visible_notes(), _fb_worker_status()

@@ -51,6 +51,7 @@ extension_sql_file!(
         notes::conflict::_fb_on_conflict_do_nothing,
         dedup::_fb_dedup_neighbour,
         dedup::_fb_residuals,
+        dedup::_fb_needs_residuals,
         dedup::_fb_compare_texts,
         guard::fb_screen,
         guard::fb_redact,

@@ -53,7 +53,7 @@ for pat in ["COMMENT ON FUNCTION fb_ingest(text, text, text, text, text, text, t
     i=n.index(pat); m=re.compile(r"';\n").search(n,i); out.append(n[i:m.end()])
 out.append("CREATE INDEX feedback_notes_supersedes_idx ON feedback_notes (supersedes) WHERE supersedes IS NOT NULL;\n")
 out.append("\n-- The comparison (Rust).\n")
-for r in ["_fb_dedup_neighbour","_fb_residuals","_fb_compare_texts"]:
+for r in ["_fb_dedup_neighbour","_fb_needs_residuals","_fb_residuals","_fb_compare_texts"]:
     out.append(rust(r)+"\n")
 out.append("\n")
 for f,name,args,new in [
@@ -88,7 +88,7 @@ REVOKE ALL ON FUNCTION fb_unmerge(bigint, text), fb_find_conflicts(text, boolean
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fb_unmerge(bigint, text), fb_find_conflicts(text, boolean), fb_merge(bigint, bigint, text)
     TO feedback_reviewer;
-REVOKE ALL ON FUNCTION _fb_dedup_neighbour(), _fb_residuals(text, text),
+REVOKE ALL ON FUNCTION _fb_dedup_neighbour(), _fb_residuals(text, text), _fb_needs_residuals(text[], text, double precision[]),
     _fb_compare_texts(text, text, double precision, double precision),
     _fb_compare_lessons(text, text, text, double precision, text), fb_compare_notes(text, text, text),
     _fb_compare_neighbours(text[], text, double precision[], text), _fb_supersede(bigint, bigint) FROM PUBLIC;
@@ -96,7 +96,7 @@ GRANT EXECUTE ON FUNCTION
     fb_compare_notes(text, text, text), _fb_compare_lessons(text, text, text, double precision, text),
     _fb_compare_neighbours(text[], text, double precision[], text),
     _fb_compare_texts(text, text, double precision, double precision), _fb_residuals(text, text),
-    _fb_dedup_neighbour()
+    _fb_dedup_neighbour(), _fb_needs_residuals(text[], text, double precision[])
 TO feedback_reader;
 GRANT SELECT ON feedback_conflicts TO feedback_reviewer;
 """)

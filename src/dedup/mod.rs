@@ -1,7 +1,7 @@
 //! Near-duplicate or revision, in SQL (sql/notes.sql: the ingest merge and fb_compare_notes): the comparison of
 //! two lessons and the model it decides with live in `feedback_core::dedup`; the database gives the cosines.
 
-use feedback_core::dedup::{compare, residuals, Calibrated};
+use feedback_core::dedup::{compare, needs_residual, residuals, Calibrated};
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
@@ -19,11 +19,31 @@ fn shipped() -> &'static Calibrated {
     })
 }
 
-/// The cosine below which two notes are never compared: the nearest neighbours of a new note at or above it are.
+/// The cosine below which two notes are never compared (they can only be distinct): the nearest neighbours of a
+/// new note at or above it are.
 #[pg_extern(immutable, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_dedup_neighbour() -> f64 {
-    shipped().neighbour
+    shipped().decisive()
+}
+
+/// For each older lesson (cosine with the newer one given), whether the comparison reads the cosine of their
+/// residuals: only those pairs' residuals are embedded.
+#[pg_extern(immutable, strict, parallel_safe)]
+#[search_path(pg_catalog, @extschema@, pg_temp)]
+fn _fb_needs_residuals(olders: Vec<Option<String>>, newer: &str, similarities: Vec<Option<f64>>) -> Vec<bool> {
+    crate::host::check_size("lesson", newer);
+    olders
+        .iter()
+        .zip(similarities.iter().chain(std::iter::repeat(&None)))
+        .map(|(a, s)| match (a, s) {
+            (Some(a), Some(s)) => {
+                crate::host::check_size("lesson", a);
+                needs_residual(a, newer, *s, shipped())
+            }
+            _ => false,
+        })
+        .collect()
 }
 
 /// What each of two lessons says apart from what they share (the texts whose cosine is `residual`).

@@ -127,6 +127,12 @@ fn default_revision_overlap() -> f64 {
 }
 
 impl Calibrated {
+    /// The lowest cosine at which a pair can be anything but distinct (a light edit, a merge by the model or a
+    /// revision): nearest neighbours below it are not compared at all.
+    pub fn decisive(&self) -> f64 {
+        MERGE_FLOOR.min(self.revision_similarity).min(EDIT_DUPLICATE).max(self.neighbour)
+    }
+
     /// Whether the model reads the features this build computes.
     pub fn fits_this_build(&self) -> bool {
         let m = &self.merge;
@@ -399,18 +405,12 @@ pub fn compare(a: &str, b: &str, similarity: f64, residual: f64, model: &Calibra
     let alignment = align(a, b);
     let differences = differences(a, b, &alignment);
     let overlap = alignment.overlap;
-    let contradiction = differences.iter().find(|d| d.change.contradicts()).map(|d| d.change);
-    let edit = differences.first().map(|d| d.change).filter(|_| overlap >= EDIT_OVERLAP);
+    let bound = model.decisive();
     let (verdict, kind, why) = if normalize(a) == normalize(b) {
         (Verdict::Duplicate, None, "the same text".to_string())
-    } else if similarity < model.neighbour {
-        (Verdict::Distinct, None, format!("similarity {similarity:.3} is below {:.2}", model.neighbour))
-    } else if differences.is_empty() && similarity >= EDIT_DUPLICATE && {
-        let unmatched = |first: bool| {
-            alignment.hunks.iter().flat_map(|(x, y)| if first { x } else { y }).filter(|t| t.is_content()).count()
-        };
-        unmatched(true) <= EDIT_WORDS && unmatched(false) <= EDIT_WORDS
-    } {
+    } else if similarity < bound {
+        (Verdict::Distinct, None, format!("similarity {similarity:.3} is below {bound:.2}: too far apart to merge or revise"))
+    } else if light_edit(similarity, &alignment, &differences) {
         // The same lesson with a word or two added, dropped or swapped for a synonym, and no difference in what it
         // claims (a changed name, number, negation ... is a difference).
         (Verdict::Duplicate, None, format!("the same lesson lightly edited (similarity {similarity:.3})"))
@@ -418,8 +418,7 @@ pub fn compare(a: &str, b: &str, similarity: f64, residual: f64, model: &Calibra
         let p = model.merge.predict(&[features(similarity, residual, &alignment, &differences)])[0];
         // A difference in what the lessons claim vetoes a merge: a correction is never folded into the lesson it
         // corrects, whatever the model says of the pair.
-        let changed = contradiction.or(edit);
-        if p >= model.merge.threshold && changed.is_none() && similarity >= MERGE_FLOOR {
+        if p >= model.merge.threshold && vetoing(&alignment, &differences).is_none() && similarity >= MERGE_FLOOR {
             (Verdict::Duplicate, None, format!("a rewording (p {p:.2} >= {:.2})", model.merge.threshold))
         } else if let Some(c) = differences
             .iter()
@@ -444,6 +443,33 @@ pub fn compare(a: &str, b: &str, similarity: f64, residual: f64, model: &Calibra
         }
     };
     Comparison { verdict, similarity, kind, overlap, differences, why }
+}
+
+/// A word or two added, dropped or swapped in the same lesson, nothing it claims changed, the cosine high.
+fn light_edit(similarity: f64, alignment: &Alignment, differences: &[Difference]) -> bool {
+    let unmatched = |first: bool| {
+        alignment.hunks.iter().flat_map(|(x, y)| if first { x } else { y }).filter(|t| t.is_content()).count()
+    };
+    differences.is_empty() && similarity >= EDIT_DUPLICATE && unmatched(true) <= EDIT_WORDS && unmatched(false) <= EDIT_WORDS
+}
+
+/// The difference that forbids a merge: any change of what the lesson claims, or, in an edit of the older lesson,
+/// a changed name.
+fn vetoing(alignment: &Alignment, differences: &[Difference]) -> Option<Change> {
+    let contradiction = differences.iter().find(|d| d.change.contradicts()).map(|d| d.change);
+    contradiction.or(differences.first().map(|d| d.change).filter(|_| alignment.overlap >= EDIT_OVERLAP))
+}
+
+/// Whether [`compare`] reads the residual cosine for this pair: only the merge model does, and only for a pair it
+/// could merge (near enough, no vetoing difference, not already a light edit). The database embeds the residuals
+/// of those pairs only.
+pub fn needs_residual(a: &str, b: &str, similarity: f64, model: &Calibrated) -> bool {
+    if normalize(a) == normalize(b) || similarity < model.decisive().max(MERGE_FLOOR) {
+        return false;
+    }
+    let alignment = align(a, b);
+    let differences = differences(a, b, &alignment);
+    !light_edit(similarity, &alignment, &differences) && vetoing(&alignment, &differences).is_none()
 }
 
 /// Fits the merge model on labelled pairs (feature rows, and whether each is a duplicate) whose cosine reaches

@@ -172,3 +172,23 @@ fn a_light_edit_merges_but_a_replaced_name_does_not() {
     );
     assert_eq!(added_name.verdict, Verdict::Revision, "{added_name:?}");
 }
+
+#[test]
+fn the_residual_matters_only_where_needs_residual_says() {
+    let m = shipped();
+    let pairs = [
+        ("Prefer tabs over spaces.", "Prefer spaces over tabs.", 0.99),
+        ("Close the file handle in a finally block.", "Close the file handle in a finally block, please.", 0.99),
+        ("Bound LIKE patterns still need wildcard escaping.", "Parameterizing a LIKE search does not neutralize % and _.", 0.86),
+        ("Map.get returns null for a missing key.", "Dereferencing map.get(key) throws when the key is absent.", 0.93),
+        ("Close the file.", "Bind SQL parameters.", 0.5),
+    ];
+    for (a, b, sim) in pairs {
+        let low = compare(a, b, sim, 0.0, &m).verdict;
+        let high = compare(a, b, sim, 1.0, &m).verdict;
+        if !needs_residual(a, b, sim, &m) {
+            assert_eq!(low, high, "{a} / {b}");
+        }
+    }
+    assert!(m.decisive() >= m.neighbour);
+}
