@@ -885,6 +885,37 @@ COMMENT ON FUNCTION fb_compare_notes(text, text, text) IS
     '(each change found: negation, no_longer, swapped_comparison, changed_number, changed_bound, changed_version, '
     'changed_identifier, scope_change, antonym, with the words on each side) and why.';
 
+-- The cosine at or above which a neighbour is compared: pg_feedback.compare_threshold, and never below the
+-- comparison model's own bound (under it the comparison can only answer distinct).
+CREATE FUNCTION _fb_compare_bound() RETURNS double precision
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN greatest(_fb_setting('pg_feedback.compare_threshold')::double precision, _fb_dedup_neighbour());
+COMMENT ON FUNCTION _fb_compare_bound() IS
+    'Internal: the cosine at which a neighbour is compared with a note (pg_feedback.compare_threshold, at least the '
+    'comparison model''s bound).';
+
+-- The (at most three) nearest active notes a note is compared with: same task_type and tenant, at or above
+-- _fb_compare_bound(), older than the note (a lower id), or, with batch, any note outside that batch; nearest
+-- first, as arrays for _fb_compare_neighbours.
+CREATE FUNCTION _fb_near_neighbours(q vector(384), p_task_type text, p_tenant text, note_id bigint, model text,
+                                    batch bigint[] DEFAULT NULL,
+                                    OUT ids bigint[], OUT lessons text[], OUT similarities double precision[])
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        SELECT array_agg(c.id ORDER BY c.distance, c.id), array_agg(c.lesson ORDER BY c.distance, c.id),
+               array_agg(1 - c.distance ORDER BY c.distance, c.id)
+          FROM (SELECT c.id, c.distance, c.lesson
+                  FROM _fb_candidates(q, p_task_type, 4, 'auto', p_tenant, true, model) c
+                 WHERE c.id <> note_id AND 1 - c.distance >= _fb_compare_bound()
+                   AND (c.id < note_id OR c.id <> ALL (batch))
+                 ORDER BY c.distance, c.id
+                 LIMIT 3) c;
+    END;
+COMMENT ON FUNCTION _fb_near_neighbours(vector, text, text, bigint, text, bigint[]) IS
+    'Internal: the nearest active notes a note is compared with (older ones, or outside its batch), as arrays.';
+
 -- Near-duplicates and revisions, for new (or just approved) active notes: each is compared with its nearest active
 -- neighbours of the same task_type and tenant (cosine at least pg_feedback.compare_threshold and the comparison
 -- model's bound, active model), nearest first. A rewording (verdict duplicate) is merged: the older note counts
@@ -900,8 +931,6 @@ CREATE FUNCTION _fb_merge_near_duplicates(ids bigint[]) RETURNS integer
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
-    threshold double precision := greatest(_fb_setting('pg_feedback.compare_threshold')::double precision,
-                                           _fb_dedup_neighbour());
     mode text := _fb_setting('pg_feedback.revisions');
     model text;
     slot smallint;
@@ -928,17 +957,10 @@ BEGIN
     LOOP
         -- The row may have absorbed or been absorbed by an earlier one of this batch.
         CONTINUE WHEN NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = r.id AND f.status = 'active');
-        SELECT array_agg(c.id ORDER BY c.distance, c.id), array_agg(c.lesson ORDER BY c.distance, c.id),
-               array_agg(1 - c.distance ORDER BY c.distance, c.id)
-          INTO near_ids, near_lessons, near_sims
-          FROM (SELECT c.id, c.distance, c.lesson
-                  FROM _fb_candidates(r.vec, r.task_type, 4, 'auto', r.tenant, true, model) c
-                 WHERE c.id <> r.id AND 1 - c.distance >= threshold
-                   -- Within a batch a row is compared with the rows before it, never with a later one: the older
-                   -- note of a pair is the one stored first.
-                   AND (c.id < r.id OR c.id <> ALL (ids))
-                 ORDER BY c.distance, c.id
-                 LIMIT 3) c;
+        -- Within a batch a row is compared with the rows before it, never with a later one: the older note of a
+        -- pair is the one stored first.
+        SELECT nn.ids, nn.lessons, nn.similarities INTO near_ids, near_lessons, near_sims
+          FROM _fb_near_neighbours(r.vec, r.task_type, r.tenant, r.id, model, ids) nn;
         CONTINUE WHEN near_ids IS NULL;
         -- The nearest neighbour that is not another lesson decides (one model run for all residuals).
         verdicts := _fb_compare_neighbours(near_lessons, r.lesson, near_sims, model);
@@ -951,14 +973,17 @@ BEGIN
             VALUES (_fb_actor(), 'revision', r.id, r.content_hash,
                     jsonb_build_object('revises', near.id, 'kind', verdict->'kind', 'mode', mode,
                                        'similarity', round(near.similarity::numeric, 4)));
-            UPDATE feedback_notes SET supersedes = near.id WHERE id = r.id;
+            UPDATE feedback_notes
+               SET supersedes = near.id,
+                   status = CASE WHEN mode = 'review' THEN 'pending' ELSE status END,
+                   updated_at = now()
+             WHERE id = r.id;
             IF mode = 'keep_both' THEN
                 -- Both stay live; retrieval takes the newer (feedback_conflicts lists the pair).
                 UPDATE feedback_notes SET superseded_by = r.id WHERE id = near.id;
                 CONTINUE;
             END IF;
             IF mode = 'review' THEN
-                UPDATE feedback_notes SET status = 'pending', updated_at = now() WHERE id = r.id;
                 INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason)
                 VALUES (_fb_actor(), 'hold', r.id, r.content_hash, 'active', 'pending',
                         format('revises #%s', near.id));

@@ -87,6 +87,37 @@ COMMENT ON FUNCTION _fb_candidate_filter(text) IS
     'embedded by the model in that slot, a '
     'tenant the acting role may see), for EXECUTE with parameters $3 model key, $4 scoped, $5 tenant, $6 tenants.';
 
+-- The cosine at or above which a neighbour is compared: pg_feedback.compare_threshold, and never below the
+-- comparison model's own bound (under it the comparison can only answer distinct).
+CREATE FUNCTION _fb_compare_bound() RETURNS double precision
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    RETURN greatest(_fb_setting('pg_feedback.compare_threshold')::double precision, _fb_dedup_neighbour());
+COMMENT ON FUNCTION _fb_compare_bound() IS
+    'Internal: the cosine at which a neighbour is compared with a note (pg_feedback.compare_threshold, at least the '
+    'comparison model''s bound).';
+
+-- The (at most three) nearest active notes a note is compared with: same task_type and tenant, at or above
+-- _fb_compare_bound(), older than the note (a lower id), or, with batch, any note outside that batch; nearest
+-- first, as arrays for _fb_compare_neighbours.
+CREATE FUNCTION _fb_near_neighbours(q vector(384), p_task_type text, p_tenant text, note_id bigint, model text,
+                                    batch bigint[] DEFAULT NULL,
+                                    OUT ids bigint[], OUT lessons text[], OUT similarities double precision[])
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        SELECT array_agg(c.id ORDER BY c.distance, c.id), array_agg(c.lesson ORDER BY c.distance, c.id),
+               array_agg(1 - c.distance ORDER BY c.distance, c.id)
+          FROM (SELECT c.id, c.distance, c.lesson
+                  FROM _fb_candidates(q, p_task_type, 4, 'auto', p_tenant, true, model) c
+                 WHERE c.id <> note_id AND 1 - c.distance >= _fb_compare_bound()
+                   AND (c.id < note_id OR c.id <> ALL (batch))
+                 ORDER BY c.distance, c.id
+                 LIMIT 3) c;
+    END;
+COMMENT ON FUNCTION _fb_near_neighbours(vector, text, text, bigint, text, bigint[]) IS
+    'Internal: the nearest active notes a note is compared with (older ones, or outside its batch), as arrays.';
+
 -- The comparison of a newer lesson with an older one of a task_type (feedback_core::dedup): the residual texts
 -- (what each says apart from what both share) embedded by the model, and the lessons too unless their cosine is
 -- given. Used by the ingest merge and fb_compare_notes.
@@ -169,8 +200,6 @@ CREATE OR REPLACE FUNCTION _fb_merge_near_duplicates(ids bigint[]) RETURNS integ
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
-    threshold double precision := greatest(_fb_setting('pg_feedback.compare_threshold')::double precision,
-                                           _fb_dedup_neighbour());
     mode text := _fb_setting('pg_feedback.revisions');
     model text;
     slot smallint;
@@ -197,17 +226,10 @@ BEGIN
     LOOP
         -- The row may have absorbed or been absorbed by an earlier one of this batch.
         CONTINUE WHEN NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = r.id AND f.status = 'active');
-        SELECT array_agg(c.id ORDER BY c.distance, c.id), array_agg(c.lesson ORDER BY c.distance, c.id),
-               array_agg(1 - c.distance ORDER BY c.distance, c.id)
-          INTO near_ids, near_lessons, near_sims
-          FROM (SELECT c.id, c.distance, c.lesson
-                  FROM _fb_candidates(r.vec, r.task_type, 4, 'auto', r.tenant, true, model) c
-                 WHERE c.id <> r.id AND 1 - c.distance >= threshold
-                   -- Within a batch a row is compared with the rows before it, never with a later one: the older
-                   -- note of a pair is the one stored first.
-                   AND (c.id < r.id OR c.id <> ALL (ids))
-                 ORDER BY c.distance, c.id
-                 LIMIT 3) c;
+        -- Within a batch a row is compared with the rows before it, never with a later one: the older note of a
+        -- pair is the one stored first.
+        SELECT nn.ids, nn.lessons, nn.similarities INTO near_ids, near_lessons, near_sims
+          FROM _fb_near_neighbours(r.vec, r.task_type, r.tenant, r.id, model, ids) nn;
         CONTINUE WHEN near_ids IS NULL;
         -- The nearest neighbour that is not another lesson decides (one model run for all residuals).
         verdicts := _fb_compare_neighbours(near_lessons, r.lesson, near_sims, model);
@@ -220,14 +242,17 @@ BEGIN
             VALUES (_fb_actor(), 'revision', r.id, r.content_hash,
                     jsonb_build_object('revises', near.id, 'kind', verdict->'kind', 'mode', mode,
                                        'similarity', round(near.similarity::numeric, 4)));
-            UPDATE feedback_notes SET supersedes = near.id WHERE id = r.id;
+            UPDATE feedback_notes
+               SET supersedes = near.id,
+                   status = CASE WHEN mode = 'review' THEN 'pending' ELSE status END,
+                   updated_at = now()
+             WHERE id = r.id;
             IF mode = 'keep_both' THEN
                 -- Both stay live; retrieval takes the newer (feedback_conflicts lists the pair).
                 UPDATE feedback_notes SET superseded_by = r.id WHERE id = near.id;
                 CONTINUE;
             END IF;
             IF mode = 'review' THEN
-                UPDATE feedback_notes SET status = 'pending', updated_at = now() WHERE id = r.id;
                 INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason)
                 VALUES (_fb_actor(), 'hold', r.id, r.content_hash, 'active', 'pending',
                         format('revises #%s', near.id));
@@ -352,8 +377,7 @@ CREATE OR REPLACE FUNCTION fb_find_duplicate(task_type text, lesson text)
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT c.id, c.lesson, (1 - c.distance)::real,
-               1 - c.distance >= greatest(_fb_setting('pg_feedback.compare_threshold')::double precision,
-                                          _fb_dedup_neighbour())
+               1 - c.distance >= _fb_compare_bound()
                    AND _fb_setting('pg_feedback.dup_threshold')::double precision < 1
                    AND _fb_compare_lessons(c.lesson, fb_find_duplicate.lesson, _fb_task_type(fb_find_duplicate.task_type),
                                            1 - c.distance)->>'verdict' = 'duplicate'
@@ -484,13 +508,11 @@ CREATE FUNCTION fb_find_conflicts(task_type text, record boolean DEFAULT false)
 #variable_conflict use_column
 DECLARE
     tt text := _fb_task_type(task_type);
-    threshold double precision := greatest(_fb_setting('pg_feedback.compare_threshold')::double precision,
-                                           _fb_dedup_neighbour());
     slot smallint;
     model text;
     n record;
-    near record;
-    verdict jsonb;
+    nn record;
+    verdicts jsonb[];
 BEGIN
     SELECT a.slot, a.model INTO slot, model FROM _fb_active() a;
     IF record THEN
@@ -504,29 +526,25 @@ BEGIN
            AND _fb_tenant_allowed(f.tenant)
          ORDER BY f.id
     LOOP
-        FOR near IN
-            SELECT c.id, 1 - c.distance AS sim, c.lesson
-              FROM _fb_candidates(n.vec, tt, 4, 'auto', n.tenant, true, model) c
-             WHERE c.id < n.id AND 1 - c.distance >= threshold
-             ORDER BY c.distance, c.id
-             LIMIT 3
-        LOOP
-            verdict := _fb_compare_lessons(near.lesson, n.lesson, tt, near.sim, model);
-            CONTINUE WHEN verdict->>'verdict' <> 'revision';
-            older_id := near.id;
+        SELECT * INTO nn FROM _fb_near_neighbours(n.vec, tt, n.tenant, n.id, model);
+        CONTINUE WHEN nn.ids IS NULL;
+        verdicts := _fb_compare_neighbours(nn.lessons, n.lesson, nn.similarities, model);
+        FOR i IN 1..cardinality(verdicts) LOOP
+            CONTINUE WHEN verdicts[i]->>'verdict' <> 'revision';
+            older_id := nn.ids[i];
             newer_id := n.id;
-            kind := verdict->>'kind';
-            similarity := near.sim;
-            older_lesson := near.lesson;
+            kind := verdicts[i]->>'kind';
+            similarity := nn.similarities[i];
+            older_lesson := nn.lessons[i];
             newer_lesson := n.lesson;
-            recorded := n.supersedes IS NOT DISTINCT FROM near.id;
+            recorded := n.supersedes IS NOT DISTINCT FROM older_id;
             IF record AND n.supersedes IS NULL THEN
-                UPDATE feedback_notes SET supersedes = near.id WHERE id = n.id;
-                UPDATE feedback_notes SET superseded_by = n.id WHERE id = near.id AND superseded_by IS NULL;
+                UPDATE feedback_notes SET supersedes = older_id WHERE id = n.id;
+                UPDATE feedback_notes SET superseded_by = n.id WHERE id = older_id AND superseded_by IS NULL;
                 INSERT INTO feedback_audit (actor, action, note_id, detail)
                 VALUES (_fb_actor(), 'conflict', n.id,
-                        jsonb_build_object('revises', near.id, 'kind', kind, 'similarity', round(near.sim::numeric, 4)));
-                n.supersedes := near.id;
+                        jsonb_build_object('revises', older_id, 'kind', kind, 'similarity', round(similarity::numeric, 4)));
+                n.supersedes := older_id;
                 recorded := true;
             END IF;
             RETURN NEXT;
@@ -653,7 +671,8 @@ GRANT EXECUTE ON FUNCTION fb_unmerge(bigint, text), fb_find_conflicts(text, bool
 REVOKE ALL ON FUNCTION _fb_dedup_neighbour(), _fb_residuals(text, text), _fb_needs_residuals(text[], text, double precision[]),
     _fb_compare_texts(text, text, double precision, double precision),
     _fb_compare_lessons(text, text, text, double precision, text), fb_compare_notes(text, text, text),
-    _fb_compare_neighbours(text[], text, double precision[], text), _fb_supersede(bigint, bigint) FROM PUBLIC;
+    _fb_compare_neighbours(text[], text, double precision[], text), _fb_supersede(bigint, bigint),
+    _fb_compare_bound(), _fb_near_neighbours(vector, text, text, bigint, text, bigint[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
     fb_compare_notes(text, text, text), _fb_compare_lessons(text, text, text, double precision, text),
     _fb_compare_neighbours(text[], text, double precision[], text),

@@ -382,8 +382,7 @@ CREATE FUNCTION fb_find_duplicate(task_type text, lesson text)
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     BEGIN ATOMIC
         SELECT c.id, c.lesson, (1 - c.distance)::real,
-               1 - c.distance >= greatest(_fb_setting('pg_feedback.compare_threshold')::double precision,
-                                          _fb_dedup_neighbour())
+               1 - c.distance >= _fb_compare_bound()
                    AND _fb_setting('pg_feedback.dup_threshold')::double precision < 1
                    AND _fb_compare_lessons(c.lesson, fb_find_duplicate.lesson, _fb_task_type(fb_find_duplicate.task_type),
                                            1 - c.distance)->>'verdict' = 'duplicate'

@@ -317,13 +317,11 @@ CREATE FUNCTION fb_find_conflicts(task_type text, record boolean DEFAULT false)
 #variable_conflict use_column
 DECLARE
     tt text := _fb_task_type(task_type);
-    threshold double precision := greatest(_fb_setting('pg_feedback.compare_threshold')::double precision,
-                                           _fb_dedup_neighbour());
     slot smallint;
     model text;
     n record;
-    near record;
-    verdict jsonb;
+    nn record;
+    verdicts jsonb[];
 BEGIN
     SELECT a.slot, a.model INTO slot, model FROM _fb_active() a;
     IF record THEN
@@ -337,29 +335,25 @@ BEGIN
            AND _fb_tenant_allowed(f.tenant)
          ORDER BY f.id
     LOOP
-        FOR near IN
-            SELECT c.id, 1 - c.distance AS sim, c.lesson
-              FROM _fb_candidates(n.vec, tt, 4, 'auto', n.tenant, true, model) c
-             WHERE c.id < n.id AND 1 - c.distance >= threshold
-             ORDER BY c.distance, c.id
-             LIMIT 3
-        LOOP
-            verdict := _fb_compare_lessons(near.lesson, n.lesson, tt, near.sim, model);
-            CONTINUE WHEN verdict->>'verdict' <> 'revision';
-            older_id := near.id;
+        SELECT * INTO nn FROM _fb_near_neighbours(n.vec, tt, n.tenant, n.id, model);
+        CONTINUE WHEN nn.ids IS NULL;
+        verdicts := _fb_compare_neighbours(nn.lessons, n.lesson, nn.similarities, model);
+        FOR i IN 1..cardinality(verdicts) LOOP
+            CONTINUE WHEN verdicts[i]->>'verdict' <> 'revision';
+            older_id := nn.ids[i];
             newer_id := n.id;
-            kind := verdict->>'kind';
-            similarity := near.sim;
-            older_lesson := near.lesson;
+            kind := verdicts[i]->>'kind';
+            similarity := nn.similarities[i];
+            older_lesson := nn.lessons[i];
             newer_lesson := n.lesson;
-            recorded := n.supersedes IS NOT DISTINCT FROM near.id;
+            recorded := n.supersedes IS NOT DISTINCT FROM older_id;
             IF record AND n.supersedes IS NULL THEN
-                UPDATE feedback_notes SET supersedes = near.id WHERE id = n.id;
-                UPDATE feedback_notes SET superseded_by = n.id WHERE id = near.id AND superseded_by IS NULL;
+                UPDATE feedback_notes SET supersedes = older_id WHERE id = n.id;
+                UPDATE feedback_notes SET superseded_by = n.id WHERE id = older_id AND superseded_by IS NULL;
                 INSERT INTO feedback_audit (actor, action, note_id, detail)
                 VALUES (_fb_actor(), 'conflict', n.id,
-                        jsonb_build_object('revises', near.id, 'kind', kind, 'similarity', round(near.sim::numeric, 4)));
-                n.supersedes := near.id;
+                        jsonb_build_object('revises', older_id, 'kind', kind, 'similarity', round(similarity::numeric, 4)));
+                n.supersedes := older_id;
                 recorded := true;
             END IF;
             RETURN NEXT;

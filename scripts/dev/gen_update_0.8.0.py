@@ -58,6 +58,8 @@ for r in ["_fb_dedup_neighbour","_fb_needs_residuals","_fb_residuals","_fb_compa
 out.append("\n")
 for f,name,args,new in [
     ('notes','_fb_candidate_filter','text',False),
+    ('notes','_fb_compare_bound','',True),
+    ('notes','_fb_near_neighbours','vector, text, text, bigint, text, bigint[]',True),
     ('notes','_fb_compare_neighbours','text[], text, double precision[], text',True),
     ('notes','_fb_compare_lessons','text, text, text, double precision, text',True),
     ('notes','fb_compare_notes','text, text, text',True),
@@ -91,7 +93,8 @@ GRANT EXECUTE ON FUNCTION fb_unmerge(bigint, text), fb_find_conflicts(text, bool
 REVOKE ALL ON FUNCTION _fb_dedup_neighbour(), _fb_residuals(text, text), _fb_needs_residuals(text[], text, double precision[]),
     _fb_compare_texts(text, text, double precision, double precision),
     _fb_compare_lessons(text, text, text, double precision, text), fb_compare_notes(text, text, text),
-    _fb_compare_neighbours(text[], text, double precision[], text), _fb_supersede(bigint, bigint) FROM PUBLIC;
+    _fb_compare_neighbours(text[], text, double precision[], text), _fb_supersede(bigint, bigint),
+    _fb_compare_bound(), _fb_near_neighbours(vector, text, text, bigint, text, bigint[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
     fb_compare_notes(text, text, text), _fb_compare_lessons(text, text, text, double precision, text),
     _fb_compare_neighbours(text[], text, double precision[], text),
