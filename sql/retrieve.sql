@@ -145,45 +145,6 @@ COMMENT ON FUNCTION _fb_log_retrieval(text, text, bigint[], real[], text, text, 
     'Internal: records a retrieval in feedback_retrievals (query redacted); NULL on a standby or in a read-only '
     'transaction.';
 
--- The first stage: the candidate_k nearest notes, fused by reciprocal rank with the best full-text matches when
--- pg_feedback.hybrid is on; best first, with their cosine similarity.
-CREATE FUNCTION _fb_first_stage(query text, q vector(384), p_task_type text, candidate_k integer, model text)
-    RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
-                   fused double precision, source text)
-    LANGUAGE sql STABLE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    BEGIN ATOMIC
-        WITH settings AS (
-            SELECT _fb_setting('pg_feedback.hybrid')::boolean AS hybrid,
-                   _fb_setting('pg_feedback.hybrid_candidates')::integer AS lexical_k,
-                   _fb_setting('pg_feedback.rrf_k')::integer AS rrf_k
-        ), dense AS (
-            SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
-                   row_number() OVER (ORDER BY c.distance, c.id) AS r
-              FROM _fb_candidates(q, p_task_type, candidate_k, model => model) c
-        ), lexical AS (
-            SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
-                   row_number() OVER (ORDER BY c.text_rank DESC, c.id) AS r
-              FROM settings s
-             CROSS JOIN LATERAL _fb_lexical_candidates(q, _fb_search_terms(query), p_task_type, s.lexical_k,
-                                                       model) c
-             WHERE s.hybrid
-        )
-        SELECT coalesce(d.id, l.id), coalesce(d.lesson, l.lesson), coalesce(d.correction, l.correction),
-               (1 - coalesce(d.distance, l.distance))::real, coalesce(d.created_at, l.created_at),
-               coalesce(1.0 / (s.rrf_k + d.r), 0) + coalesce(1.0 / (s.rrf_k + l.r), 0) AS fused,
-               CASE WHEN d.id IS NULL THEN 'text' WHEN l.id IS NULL THEN 'dense' ELSE 'both' END
-          FROM dense d
-          FULL JOIN lexical l ON l.id = d.id
-         CROSS JOIN settings s
-         ORDER BY fused DESC, coalesce(d.distance, l.distance), coalesce(d.id, l.id)
-         LIMIT candidate_k;
-    END;
-COMMENT ON FUNCTION _fb_first_stage(text, vector, text, integer, text) IS
-    'Internal: fb_retrieve''s candidates, best first: the candidate_k nearest notes (_fb_candidates), and with '
-    'pg_feedback.hybrid the pg_feedback.hybrid_candidates best full-text matches, fused by reciprocal rank '
-    '(1 / (pg_feedback.rrf_k + rank) summed over both lists); source says which list found each.';
-
 -- The learned decision for code inputs searched with an embedding model: fb_calibrate's (the '*' row), else the
 -- shipped one if it was fitted for that model; NULL: none (code inputs then take the prose path).
 CREATE FUNCTION _fb_decision(p_model text) RETURNS jsonb
@@ -199,30 +160,6 @@ CREATE FUNCTION _fb_decision(p_model text) RETURNS jsonb
 COMMENT ON FUNCTION _fb_decision(text) IS
     'Internal: the decision fb_retrieve applies to code inputs searched with an embedding model (the calibrated '
     'one on the ''*'' row of feedback_retrieval_settings, else the shipped one when fitted for that model), or NULL.';
-
--- A code input's candidates, nearest first, with what the decision reads: the best cosine of any of the input's
--- vectors (the whole input, a diff's post-image, line windows), the note's text and its context. Dense only: the
--- full-text stage ORs every lexeme of a 25-line input (100-190 ms at 100,000 notes) and the decision reads the
--- candidates' words itself.
-CREATE FUNCTION _fb_code_candidates(query text, vectors vector[], p_task_type text, candidate_k integer, model text)
-    RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
-                   segment real, doc text, context text)
-    LANGUAGE sql STABLE
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    BEGIN ATOMIC
-        SELECT f.id, f.lesson, f.correction, f.similarity, f.created_at,
-               (SELECT max(1 - (_fb_vector(note, _fb_slot_of(model)) <=> v))::real FROM unnest(vectors) v),
-               note.lesson || ' ' || note.correction || ' ' || note.wrong_answer, note.context
-          FROM (SELECT c.id, c.lesson, c.correction, (1 - c.distance)::real AS similarity, c.created_at,
-                       row_number() OVER (ORDER BY c.distance, c.id) AS pos
-                  FROM _fb_candidates(vectors[1], p_task_type, candidate_k, model => model) c) f
-          JOIN feedback_notes note ON note.id = f.id
-         ORDER BY f.pos;
-    END;
-COMMENT ON FUNCTION _fb_code_candidates(text, vector[], text, integer, text) IS
-    'Internal: a code input''s candidate_k nearest notes (vectors[1]: the whole input; dense only), best first, with the best '
-    'cosine of any of its vectors, the note''s lesson, correction and wrong answer, and its context (what '
-    '_fb_decide reads).';
 
 CREATE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFAULT 20, final_k integer DEFAULT NULL,
                             min_score real DEFAULT NULL, rerank boolean DEFAULT NULL, model text DEFAULT NULL)

@@ -49,21 +49,29 @@ extension_sql_file!(
         notes::_fb_review_mode,
         notes::_fb_task_type,
         notes::conflict::_fb_on_conflict_do_nothing,
-        dedup::_fb_dedup_neighbour,
-        dedup::_fb_residuals,
-        dedup::_fb_needs_residuals,
-        dedup::_fb_compare_texts,
         guard::fb_screen,
         guard::fb_redact,
         guard::_fb_clean_field,
     ]
 );
-extension_sql_file!("../sql/review.sql", name = "review", requires = ["notes"]);
+extension_sql_file!("../sql/search.sql", name = "search", requires = ["notes"]);
+extension_sql_file!(
+    "../sql/dedup.sql",
+    name = "dedup",
+    requires = [
+        "search",
+        dedup::_fb_dedup_neighbour,
+        dedup::_fb_residuals,
+        dedup::_fb_needs_residuals,
+        dedup::_fb_compare_texts,
+    ]
+);
+extension_sql_file!("../sql/review.sql", name = "review", requires = ["dedup"]);
 extension_sql_file!(
     "../sql/retrieve.sql",
     name = "retrieve",
     requires = [
-        "notes",
+        "dedup",
         embed::fb_rerank_model,
         retrieve::_fb_rank_notes,
         rerank::_fb_rerank_selective,

@@ -1,4 +1,4 @@
-//! Near-duplicate or revision, in SQL (sql/notes.sql: the ingest merge and fb_compare_notes): the comparison of
+//! Near-duplicate or revision, in SQL (sql/dedup.sql: the ingest merge and fb_compare_notes): the comparison of
 //! two lessons and the model it decides with live in `feedback_core::dedup`; the database gives the cosines.
 
 use feedback_core::dedup::{compare, needs_residual, residuals, Calibrated};
