@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from common import ROOT, connect
+from common import ROOT, connect, fresh_database
 
 DB = "feedback_bench_caps"
 
@@ -48,12 +48,8 @@ def measure(port, settings, sql, params):
 
 
 def run(port):
-    with connect(port, "postgres") as c:
-        c.execute(f"DROP DATABASE IF EXISTS {DB}")
-        c.execute(f"CREATE DATABASE {DB}")
+    fresh_database(port, DB, connect)
     with connect(port, DB) as c:
-        c.execute("SET client_min_messages = warning")
-        c.execute("CREATE EXTENSION pg_feedback CASCADE")
         c.execute("CREATE TABLE abstracts (i int, t text)")
         c.cursor().executemany("INSERT INTO abstracts VALUES (%s, %s)", list(enumerate(long_texts(256, 230))))
         c.execute("CREATE TABLE passages (i int, t text)")

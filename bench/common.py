@@ -1,8 +1,9 @@
-"""Shared by the benchmark modules: where things are, connections, percentiles, backend memory, and the
-installed models run outside the database (Python onnxruntime, the same files the extension loads)."""
+"""Shared by the benchmark modules: where things are, connections, a fresh database, percentiles, backend memory,
+and the installed models run outside the database (Python onnxruntime, the same files the extension loads)."""
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,11 @@ import psycopg
 from tokenizers import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The end-to-end harness's fresh_database serves the benchmarks too. Appended to the path, not prepended: tests/e2e
+# has a flood.py and a worker.py of its own, and bench's must win.
+sys.path.append(str(ROOT / "tests" / "e2e"))
+from harness import fresh_database  # noqa: E402,F401 - re-exported for the benchmark modules
 
 
 def connect(port, db, autocommit=True):

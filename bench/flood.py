@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psycopg
 
-from common import percentile
+from common import fresh_database, percentile
 
 DB = "feedback_bench_flood"
 ROLE = "fb_flood_reader"
@@ -98,12 +98,8 @@ def flooder(port, n, text_bytes, call_bytes, stop, counts, lock):
 
 
 def run(port, seconds=20, connections=3, log=print):
-    with connect(port, "postgres") as c:
-        c.execute(f"DROP DATABASE IF EXISTS {DB}")
-        c.execute(f"CREATE DATABASE {DB}")
+    fresh_database(port, DB, connect)
     with connect(port, DB) as c:
-        c.execute("SET client_min_messages = warning")
-        c.execute("CREATE EXTENSION pg_feedback CASCADE")
         if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone():
             c.execute(f"CREATE ROLE {ROLE} LOGIN")
         c.execute(f"GRANT feedback_reader TO {ROLE}")

@@ -189,6 +189,17 @@ def mb(b):
     return f"{b / 1024 / 1024:,.0f} MB" if b < 1024 ** 3 else f"{b / 1024 ** 3:,.2f} GB"
 
 
+def table(L, header):
+    """A markdown table's header line, and the separator line under it."""
+    L.append(header)
+    L.append("|" + "---|" * (header.count(" | ") + 1))
+
+
+def by_type(results, sizes):
+    """(size, task type label, its measurements) of every task type measured, size by size."""
+    return [(n, label, t) for n in sizes for label, t in results[n]["types"].items()]
+
+
 def report(results, env):
     L = []
     sizes = sorted(results, key=int)
@@ -202,10 +213,9 @@ def report(results, env):
              f"questions; measurements after pg_prewarm of table, TOAST and indexes.\n")
     # Dataset and build
     L.append("## Datasets and build (restore path)\n")
-    L.append("| notes | 10% / 1% / 0.1% types | other types | sigma, tau | NN cosine real p5/p50/p95 | NN cosine synthetic "
-             "p5/p50/p95 | COPY rows/s (no HNSW, no GIN) | GIN build | HNSW build | VACUUM ANALYZE | load during HNSW "
-             "build (before → after) |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    table(L, "| notes | 10% / 1% / 0.1% types | other types | sigma, tau | NN cosine real p5/p50/p95 | NN cosine "
+             "synthetic p5/p50/p95 | COPY rows/s (no HNSW, no GIN) | GIN build | HNSW build | VACUUM ANALYZE | load "
+             "during HNSW build (before → after) |")
     for n in sizes:
         i = results[n]["info"]
         v = i["vectors"]
@@ -235,8 +245,7 @@ def report(results, env):
              "feedback_notes_search_idx": "GIN (search_vector)", "feedback_notes_content_hash_key": "btree content_hash",
              "feedback_notes_pkey": "btree id", "feedback_notes_task_type_idx": "btree (task_type, status)",
              "total": "**total** (pg_total_relation_size)"}
-    L.append("| relation | " + " | ".join(f"{int(n):,} notes" for n in sizes) + " |")
-    L.append("|---|" + "---|" * len(sizes))
+    table(L, "| relation | " + " | ".join(f"{int(n):,} notes" for n in sizes) + " |")
     for k in keys:
         L.append(f"| {names[k]} | " + " | ".join(
             f"{built(n)[k][1]:,.0f} ({mb(built(n)[k][0])})" for n in sizes) + " |")
@@ -246,26 +255,23 @@ def report(results, env):
     L.append("Defaults: selective reranking (≤ 3 cross-encoder pairs), hybrid full-text candidates, candidate_k 20. "
              "*cosine*: `rerank => false`. *typical*: one of the 100 other task types (each question aimed at a team "
              "type of its subject, as `make bench`).\n")
-    L.append("| notes | task type (notes) | search path | default p50 / p95 | pairs/query | rows/query | "
+    table(L, "| notes | task type (notes) | search path | default p50 / p95 | pairs/query | rows/query | "
              "rerank => false p50 / p95 | hybrid = off p50 / p95 | load (default row) |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
-    for n in sizes:
-        for label, t in results[n]["types"].items():
-            d, c = t["retrieve_default"], t["retrieve_cosine"]
-            path = "exact" if t["size"] <= int(results[n]["settings"]["pg_feedback.exact_scan_limit"]) else "HNSW"
-            h = t["retrieve_nohybrid"]
-            L.append(f"| {int(n):,} | {label} ({t['size']:,}) | {path} | **{d['p50']:.0f} / {d['p95']:.0f}** | "
-                     f"{d['pairs']:.1f} | {d['rows']:.2f} | {c['p50']:.0f} / {c['p95']:.0f} | "
-                     f"{h['p50']:.0f} / {h['p95']:.0f} | {la(d['load'])} |")
+    for n, label, t in by_type(results, sizes):
+        d, c = t["retrieve_default"], t["retrieve_cosine"]
+        path = "exact" if t["size"] <= int(results[n]["settings"]["pg_feedback.exact_scan_limit"]) else "HNSW"
+        h = t["retrieve_nohybrid"]
+        L.append(f"| {int(n):,} | {label} ({t['size']:,}) | {path} | **{d['p50']:.0f} / {d['p95']:.0f}** | "
+                 f"{d['pairs']:.1f} | {d['rows']:.2f} | {c['p50']:.0f} / {c['p95']:.0f} | "
+                 f"{h['p50']:.0f} / {h['p95']:.0f} | {la(d['load'])} |")
     L.append("")
-    raised = [(n, label, t) for n in sizes for label, t in results[n]["types"].items() if "retrieve_exact" in t]
+    raised = [(n, label, t) for n, label, t in by_type(results, sizes) if "retrieve_exact" in t]
     if raised:
         L.append("Task types above `exact_scan_limit`, searched exactly instead (`SET pg_feedback.exact_scan_limit = "
                  "1000000000`), and how often the HNSW path returned the same notes as the exact path (*same "
                  "lessons*: variants of one sample lesson count as one lesson):\n")
-        L.append("| notes | task type (notes) | exact: default p50 / p95 | exact: rerank => false p50 / p95 | same notes "
-                 "as exact (default / cosine) | same lessons (default / cosine) | load |")
-        L.append("|---|---|---|---|---|---|---|")
+        table(L, "| notes | task type (notes) | exact: default p50 / p95 | exact: rerank => false p50 / p95 | same "
+                 "notes as exact (default / cosine) | same lessons (default / cosine) | load |")
         for n, label, t in raised:
             d, c = t["retrieve_exact"], t["retrieve_exact_cosine"]
             a, ac = t["agreement"], t["agreement_cosine"]
@@ -282,18 +288,16 @@ def report(results, env):
              "sample lessons among the exact 20 (variants of one lesson count once) that the path's 20 include; "
              "*full-text* is the hybrid stage (`_fb_lexical_candidates`, 20 rows). Best cosine: mean similarity of "
              "the nearest note.\n")
-    L.append("| notes | task type (notes) | auto: recall / nearest found / lesson recall / ms | HNSW forced: recall / "
+    table(L, "| notes | task type (notes) | auto: recall / nearest found / lesson recall / ms | HNSW forced: recall / "
              "nearest found / lesson recall / returned / ms | exact ms (p95) | full-text ms (p95) | best cosine |")
-    L.append("|---|---|---|---|---|---|---|")
-    for n in sizes:
-        for label, t in results[n]["types"].items():
-            cd = t["candidates"]
-            a, h = cd["auto"], cd["ann"]
-            L.append(f"| {int(n):,} | {label} ({t['size']:,}) | {a['recall']:.3f} / {a['top1']:.2f} / "
-                     f"{a['lesson_recall']:.3f} / {a['p50']:.1f} | {h['recall']:.3f} / {h['top1']:.2f} / "
-                     f"{h['lesson_recall']:.3f} / {h['returned']:.1f} / {h['p50']:.1f} | "
-                     f"{cd['exact']['p50']:.1f} ({cd['exact']['p95']:.1f}) | {cd['lexical_p50']:.1f} "
-                     f"({cd['lexical_p95']:.1f}) | {cd['best_cosine']:.3f} |")
+    for n, label, t in by_type(results, sizes):
+        cd = t["candidates"]
+        a, h = cd["auto"], cd["ann"]
+        L.append(f"| {int(n):,} | {label} ({t['size']:,}) | {a['recall']:.3f} / {a['top1']:.2f} / "
+                 f"{a['lesson_recall']:.3f} / {a['p50']:.1f} | {h['recall']:.3f} / {h['top1']:.2f} / "
+                 f"{h['lesson_recall']:.3f} / {h['returned']:.1f} / {h['p50']:.1f} | "
+                 f"{cd['exact']['p50']:.1f} ({cd['exact']['p95']:.1f}) | {cd['lexical_p50']:.1f} "
+                 f"({cd['lexical_p95']:.1f}) | {cd['best_cosine']:.3f} |")
     L.append("")
     for n in sizes:
         e = results[n]["eval_ann"]
@@ -305,18 +309,16 @@ def report(results, env):
     L.append("The extension's HNSW query run directly with session settings (`_fb_candidates` pins ef_search 400 "
              "in its definition). *plain 40*: no iterative scan (what a query without pgvector 0.8's iterative scan "
              "gets).\n")
-    L.append("| notes | task type (notes) | plain 40 | " + " | ".join(f"ef {ef}" for ef in sm.EF_SWEEP) + " |")
-    L.append("|---|---|---|" + "---|" * len(sm.EF_SWEEP))
-    for n in sizes:
-        for label, t in results[n]["types"].items():
-            s = t.get("ef_sweep")
-            if not s:
-                continue
-            p = s["plain ef 40"]
-            cells = [f"{p['recall']:.3f} ({p['lesson_recall']:.2f}) / {p['p50']:.1f}, {p['returned']:.1f} rows"]
-            cells += [f"{s[ef]['recall']:.3f} ({s[ef]['lesson_recall']:.2f}) / {s[ef]['p50']:.1f}"
-                      + ("" if s[ef]["returned"] >= 19.95 else f", {s[ef]['returned']:.1f} rows") for ef in sm.EF_SWEEP]
-            L.append(f"| {int(n):,} | {label} ({t['size']:,}) | " + " | ".join(cells) + " |")
+    table(L, "| notes | task type (notes) | plain 40 | " + " | ".join(f"ef {ef}" for ef in sm.EF_SWEEP) + " |")
+    for n, label, t in by_type(results, sizes):
+        s = t.get("ef_sweep")
+        if not s:
+            continue
+        p = s["plain ef 40"]
+        cells = [f"{p['recall']:.3f} ({p['lesson_recall']:.2f}) / {p['p50']:.1f}, {p['returned']:.1f} rows"]
+        cells += [f"{s[ef]['recall']:.3f} ({s[ef]['lesson_recall']:.2f}) / {s[ef]['p50']:.1f}"
+                  + ("" if s[ef]["returned"] >= 19.95 else f", {s[ef]['returned']:.1f} rows") for ef in sm.EF_SWEEP]
+        L.append(f"| {int(n):,} | {label} ({t['size']:,}) | " + " | ".join(cells) + " |")
     L.append("")
     # partial
     parts = [(n, lbl, p) for n in sizes for lbl, p in (results[n].get("partial") or {}).items()]
@@ -326,9 +328,8 @@ def report(results, env):
         L.append("*shipped*: the extension's HNSW query (`(task_type = $2) IS TRUE`, iterative scan, ef_search 400), "
                  "which keeps to the global index; *plain*: `task_type = $2`, which the planner matches to the partial "
                  "index (plain HNSW scan, no iterative scan). Exact search of the same type for comparison.\n")
-        L.append("| notes | task type (notes) | build | size | exact ms | shipped | " + " | ".join(
+        table(L, "| notes | task type (notes) | build | size | exact ms | shipped | " + " | ".join(
             f"plain ef {ef}" for ef in efs) + " | plans (shipped → plain) |")
-        L.append("|---|---|---|---|---|---|" + "---|" * len(efs) + "---|")
         f = lambda x: f"{x['recall']:.3f} ({x['lesson_recall']:.2f}) / {x['p50']:.1f} ms" + (
             "" if x["returned"] >= 19.95 else f", {x['returned']:.1f} rows")
         for n, lbl, p in parts:
@@ -346,9 +347,8 @@ def report(results, env):
                  f"transaction; measured {results[n].get('variants_measured_at', '')}): recall@20 (lesson recall) / "
                  f"p50 ms, iterative scan\n")
         labels = [lbl for lbl in next(iter(v.values())) if lbl not in ("build_s", "size", "load_before", "load_after")]
-        L.append("| m, ef_construction | build | size | " + " | ".join(
+        table(L, "| m, ef_construction | build | size | " + " | ".join(
             f"{lbl} ef {ef}" for lbl in labels for ef in (40, 100, 400)) + " | load before → after build |")
-        L.append("|---|---|---|" + "---|" * (3 * len(labels)) + "---|")
         for key, x in v.items():
             L.append(f"| {key} | {x['build_s']:.1f} s | {mb(x['size'])} | " + " | ".join(
                 f"{x[lbl][ef]['recall']:.3f} ({x[lbl][ef]['lesson_recall']:.2f}) / {x[lbl][ef]['p50']:.1f}"
@@ -357,10 +357,9 @@ def report(results, env):
         L.append("")
     # ingest
     L.append("## Ingest (rolled back)\n")
-    L.append("| notes | fb_ingest_batch, 500 new notes, dup_threshold 0.92 (default) | same, merging off | restore-path "
-             "COPY into the indexed table (5,000 rows) | bulk restore COPY without HNSW/GIN (dataset build) | "
-             "VACUUM after |")
-    L.append("|---|---|---|---|---|---|")
+    table(L, "| notes | fb_ingest_batch, 500 new notes, dup_threshold 0.92 (default) | same, merging off | "
+             "restore-path COPY into the indexed table (5,000 rows) | bulk restore COPY without HNSW/GIN (dataset "
+             "build) | VACUUM after |")
     for n in sizes:
         r = results[n]
         d, o, c = r["ingest_default"], r["ingest_nodedup"], r["restore_indexed"]
@@ -384,8 +383,7 @@ def report(results, env):
         if not tp:
             continue
         L.append(f"## Throughput at {int(n):,} notes (typical task types, defaults, caches off, 30 s)\n")
-        L.append("| sessions | queries/s | p50 ms | p95 ms | errors | load before → after |")
-        L.append("|---|---|---|---|---|---|")
+        table(L, "| sessions | queries/s | p50 ms | p95 ms | errors | load before → after |")
         for x in tp:
             L.append(f"| {x['clients']} | {x['qps']:.1f} | {x['p50']:.0f} | {x['p95']:.0f} | {x['errors']} | "
                      f"{la(x['load'])} → {la(x['load_after'])} |")

@@ -22,7 +22,7 @@ EF_SWEEP = (40, 100, 200, 400, 800)
 TYPICAL = "typical"   # one of the 100 real task types, each question aimed at a team type of its subject
 HNSW_INDEX = "feedback_notes_embedding_idx"
 
-# The ANN branch of _fb_candidates (sql/notes.sql), spelled out so that ef_search and the index can vary: "IS TRUE"
+# The ANN branch of _fb_candidates (sql/search.sql), spelled out so that ef_search and the index can vary: "IS TRUE"
 # keeps the planner on the HNSW index, as the extension does. Tenant filter: every note is shared (tenant NULL).
 ANN_SQL = ("SELECT c.id, c.lesson FROM (SELECT f.id, f.lesson, f.embedding <=> %(q)s::vector AS distance "
            "FROM feedback_notes f "
@@ -254,19 +254,23 @@ def _index_size(c, name):
     return c.execute("SELECT pg_relation_size(%s::regclass)", (name,)).fetchone()[0]
 
 
+def _build_index(c, name, clause):
+    """Builds the HNSW index `name` on feedback_notes' embeddings with `clause` (WITH or WHERE): build time, size,
+    and the load averages before and after."""
+    load_before = loadavg()
+    t0 = time.perf_counter()
+    c.execute(f"CREATE INDEX {name} ON feedback_notes USING hnsw (embedding vector_cosine_ops) {clause}")
+    build_s = time.perf_counter() - t0
+    return {"build_s": build_s, "size": _index_size(c, name), "load_before": load_before, "load_after": loadavg()}
+
+
 def partial_index(port, db, task_type, pairs, vecs, key, exact_rows, efs=(40, 100, 200, 400)):
     """A per-task_type partial HNSW index (the extension's definition plus WHERE task_type = ...), in a transaction
     that is rolled back: build time, size, and recall/latency through the shipped ANN query ("IS TRUE": the planner
     cannot match the index predicate, so it keeps the global index) and through a plain equality, which uses the
     partial index (what the extension would have to issue), for plain HNSW scans at several ef_search."""
     with connect(port, db, autocommit=False) as c:
-        load_before = loadavg()
-        t0 = time.perf_counter()
-        c.execute(f"CREATE INDEX scale_partial_idx ON feedback_notes USING hnsw (embedding vector_cosine_ops) "
-                  f"WHERE task_type = '{task_type}'")
-        build_s = time.perf_counter() - t0
-        res = {"build_s": build_s, "size": _index_size(c, "scale_partial_idx"), "load_before": load_before,
-               "load_after": loadavg()}
+        res = _build_index(c, "scale_partial_idx", f"WHERE task_type = '{task_type}'")
         q, t = pairs[0]
         params = {"q": vecs[q], "t": t, "key": key, "k": K}
         res["plan_shipped"] = plan_of(c, ANN_SQL, params)
@@ -285,17 +289,11 @@ def build_variants(port, db, variants, type_pairs, vecs, key, exact_by_type, log
         c.execute("SELECT set_config('maintenance_work_mem', current_setting('maintenance_work_mem'), false)")
         for m, efc in variants:
             c.execute(f"DROP INDEX {HNSW_INDEX}")
-            load_before = loadavg()
-            t0 = time.perf_counter()
-            c.execute(f"CREATE INDEX scale_variant_idx ON feedback_notes USING hnsw (embedding vector_cosine_ops) "
-                      f"WITH (m = {m}, ef_construction = {efc})")
-            build_s = time.perf_counter() - t0
-            res = {"build_s": build_s, "size": _index_size(c, "scale_variant_idx"), "load_before": load_before,
-                   "load_after": loadavg()}
+            res = _build_index(c, "scale_variant_idx", f"WITH (m = {m}, ef_construction = {efc})")
             for label_, pairs in type_pairs.items():
                 res[label_] = ann_sweep(c, pairs, vecs, key, exact_by_type[label_], efs=(40, 100, 400))
             out[(m, efc)] = res
-            log(f"    m {m}, ef_construction {efc}: built in {build_s:.1f} s, "
+            log(f"    m {m}, ef_construction {efc}: built in {res['build_s']:.1f} s, "
                 + ", ".join(f"{lbl} recall@ef400 {res[lbl][400]['recall']:.3f}" for lbl in type_pairs))
             c.rollback()
     return out

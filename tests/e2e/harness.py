@@ -50,8 +50,8 @@ def wait_until(check, what, seconds):
         time.sleep(0.1)
 
 
-def fresh_database(port, db):
-    """Drops and creates db with pg_feedback installed, as the superuser."""
+def fresh_database(port, db, connect=connect):
+    """Drops and creates db with pg_feedback installed, as the superuser (connected through `connect(port, db)`)."""
     with connect(port, "postgres") as c:
         c.execute(f"DROP DATABASE IF EXISTS {db}")
         c.execute(f"CREATE DATABASE {db}")

@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::AtomicU32;
 
 use feedback_core::model::cancel::{cancellable, CancelFlag};
-use feedback_core::model::remote::{serve, Job, Request};
+use feedback_core::model::remote::{serve, Job};
 use feedback_core::model::{LocalHost, ModelError, ModelHost, TextRole};
 
 const EMBEDDER: &str = "bge-small-en-v1.5";
@@ -51,14 +51,7 @@ fn a_flag_set_mid_call_stops_it_between_inputs_and_runs() {
 fn serve_stops_a_cancelled_request_between_model_runs() {
     // batch_size 4, so twelve texts are three chunks and at least three runs: cancelled after the first run.
     let cfg = common::config();
-    let request = Request {
-        model: EMBEDDER.into(),
-        model_dir: cfg.model_dir.clone(),
-        max_rows: cfg.batch_size,
-        max_tokens: cfg.max_batch_tokens,
-        max_pair_tokens: 0,
-        job: Job::Embed { texts: texts(12), query: false },
-    };
+    let request = common::request(&cfg, EMBEDDER, Job::Embed { texts: texts(12), query: false });
     let mut host = LocalHost::new();
     host.embed(&cfg, EMBEDDER, &["load"], TextRole::Document, &mut || ()).unwrap();
     let before = runs(&mut host);

@@ -80,24 +80,15 @@ fn a_remote_host_gives_what_a_local_host_gives() {
 fn requests_answered_together_match_requests_answered_alone() {
     let cfg = HostConfig { batch_size: 64, ..common::config() };
     let texts = texts();
-    let req = |job| Request {
-        model: EMBEDDER.into(),
-        model_dir: cfg.model_dir.clone(),
-        max_rows: cfg.batch_size,
-        max_tokens: cfg.max_batch_tokens,
-        max_pair_tokens: 0,
-        job,
-    };
-    let requests = vec![
+    let req = |job| common::request(&cfg, EMBEDDER, job);
+    let rerank = |pairs| common::request(&cfg, CROSS_ENCODER, Job::Rerank { pairs });
+    let requests = [
         req(Job::Embed { texts: texts[..3].to_vec(), query: false }),
-        Request {
-            model: CROSS_ENCODER.into(),
-            ..req(Job::Rerank { pairs: vec![("a".into(), texts[0].clone()), ("b".into(), texts[1].clone())] })
-        },
+        rerank(vec![("a".into(), texts[0].clone()), ("b".into(), texts[1].clone())]),
         req(Job::Embed { texts: vec!["q one".into()], query: true }),
         req(Job::Embed { texts: texts[3..].to_vec(), query: false }),
         req(Job::CountTokens { text: texts[2].clone() }),
-        Request { model: CROSS_ENCODER.into(), ..req(Job::Rerank { pairs: vec![("c".into(), texts[5].clone())] }) },
+        rerank(vec![("c".into(), texts[5].clone())]),
         req(Job::Embed { texts: vec!["q two".into()], query: true }),
     ];
     let refs: Vec<&Request> = requests.iter().collect();
@@ -127,14 +118,7 @@ fn requests_answered_together_match_requests_answered_alone() {
 #[test]
 fn an_error_fails_only_the_requests_it_concerns() {
     let cfg = common::config();
-    let good = Request {
-        model: EMBEDDER.into(),
-        model_dir: cfg.model_dir.clone(),
-        max_rows: cfg.batch_size,
-        max_tokens: cfg.max_batch_tokens,
-        max_pair_tokens: 0,
-        job: Job::Embed { texts: vec!["a".into()], query: false },
-    };
+    let good = common::request(&cfg, EMBEDDER, Job::Embed { texts: vec!["a".into()], query: false });
     // Same group as `good` (same model name and kind) but a pinned key whose weights are not installed.
     let pinned = format!("{EMBEDDER}@{}", "0".repeat(64));
     let wrong_pin = Request { model: pinned, ..good.clone() };

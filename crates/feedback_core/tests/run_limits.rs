@@ -110,30 +110,16 @@ fn a_cancellation_in_between_stops_the_call_within_one_run() {
     let embedder_runs = |host: &mut LocalHost| host.embedder(&cfg, EMBEDDER).unwrap().runs();
 
     let before = cross_encoder_runs(&mut host);
-    let mut calls = 0;
-    let cancelled = catch_unwind(AssertUnwindSafe(|| {
-        host.rerank(&cfg, CROSS_ENCODER, "query", &passages, &mut || {
-            calls += 1;
-            if calls == 3 {
-                panic!("canceling statement due to statement timeout");
-            }
-        })
-    }));
-    assert!(cancelled.is_err());
+    cancel_at(3, "canceling statement due to statement timeout", |between| {
+        host.rerank(&cfg, CROSS_ENCODER, "query", &passages, between)
+    });
     // 10 runs of 4 were planned: the 3rd call, before the 3rd run, stopped it after 2.
     assert_eq!(cross_encoder_runs(&mut host) - before, 2);
 
     let before = embedder_runs(&mut host);
-    let mut calls = 0;
-    let cancelled = catch_unwind(AssertUnwindSafe(|| {
-        host.embed(&cfg, EMBEDDER, &passages, TextRole::Document, &mut || {
-            calls += 1;
-            if calls == 2 {
-                panic!("canceling statement due to user request");
-            }
-        })
-    }));
-    assert!(cancelled.is_err());
+    cancel_at(2, "canceling statement due to user request", |between| {
+        host.embed(&cfg, EMBEDDER, &passages, TextRole::Document, between)
+    });
     assert_eq!(embedder_runs(&mut host) - before, 1);
 
     // The host still works after a cancellation.
@@ -141,6 +127,21 @@ fn a_cancellation_in_between_stops_the_call_within_one_run() {
     assert_eq!(v[0].len(), 384);
     let s = host.rerank(&cfg, CROSS_ENCODER, "query", &["still works"], &mut || {}).unwrap();
     assert_eq!(s.len(), 1);
+}
+
+/// Runs `call` with a `between` that panics with `message` on its `nth` call, as the extension's callback raises an
+/// ERROR on query cancel; the panic must come out of the call.
+fn cancel_at<T>(nth: usize, message: &str, call: impl FnOnce(&mut dyn FnMut()) -> T) {
+    let mut calls = 0;
+    let cancelled = catch_unwind(AssertUnwindSafe(|| {
+        call(&mut || {
+            calls += 1;
+            if calls == nth {
+                panic!("{message}");
+            }
+        })
+    }));
+    assert!(cancelled.is_err());
 }
 
 #[test]

@@ -159,7 +159,7 @@ fn secrets_by_author() {
         let _ = writeln!(report, "  redaction              {}", t.redacted.show());
         let _ = writeln!(report, "  false redaction        {}", t.false_redaction.show());
         let _ = writeln!(report, "  not idempotent         {}", t.not_idempotent);
-        let _ = writeln!(report, "  {:<36} {:<22} {}", "format", "secret rows redacted", "clean rows changed");
+        let _ = writeln!(report, "  {:<36} {:<22} clean rows changed", "format", "secret rows redacted");
         for (format, (red, clean)) in &t.by_format {
             let _ = writeln!(report, "    {format:<34} {:<22} {}", red.show(), clean.show());
         }

@@ -76,18 +76,34 @@ fn a_negated_lesson_is_a_revision() {
 
 #[test]
 fn swapped_items_are_a_revision() {
-    let c = verdict("Prefer tabs over spaces for indentation in Makefiles.", "Prefer spaces over tabs for indentation in Makefiles.", 0.994);
+    let c = verdict(
+        "Prefer tabs over spaces for indentation in Makefiles.",
+        "Prefer spaces over tabs for indentation in Makefiles.",
+        0.994,
+    );
     assert_eq!(c.verdict, Verdict::Revision, "{c:?}");
     assert_eq!(c.kind, Some(Change::SwappedComparison));
 }
 
 #[test]
 fn changed_numbers_versions_and_bounds_are_revisions() {
-    let n = verdict("Rotate leaked CI tokens within 24 hours of detection.", "Rotate leaked CI tokens within 1 hour of detection.", 0.98);
+    let n = verdict(
+        "Rotate leaked CI tokens within 24 hours of detection.",
+        "Rotate leaked CI tokens within 1 hour of detection.",
+        0.98,
+    );
     assert_eq!(n.kind, Some(Change::Number), "{n:?}");
-    let v = verdict("Use the v2 payments endpoint; v1 is deprecated.", "Use the v1 payments endpoint; v2 is deprecated.", 0.994);
+    let v = verdict(
+        "Use the v2 payments endpoint; v1 is deprecated.",
+        "Use the v1 payments endpoint; v2 is deprecated.",
+        0.994,
+    );
     assert_eq!(v.verdict, Verdict::Revision, "{v:?}");
-    let b = verdict("Set the HTTP client timeout to at least 30 seconds.", "Set the HTTP client timeout to at most 30 seconds.", 0.97);
+    let b = verdict(
+        "Set the HTTP client timeout to at least 30 seconds.",
+        "Set the HTTP client timeout to at most 30 seconds.",
+        0.97,
+    );
     assert_eq!(b.kind, Some(Change::Bound), "{b:?}");
 }
 
@@ -145,32 +161,43 @@ fn far_apart_is_distinct() {
 
 #[test]
 fn a_light_edit_merges_but_a_replaced_name_does_not() {
-    let added = verdict("Close the file handle in a finally block.", "Close the file handle in a finally block, indeed.", 0.99);
-    assert_eq!(added.verdict, Verdict::Duplicate, "{added:?}");
     let replaced = verdict(
         "Use git filter-branch to scrub leaked keys from history.",
         "Use git filter-repo to scrub leaked keys from history.",
         0.98,
     );
     assert_ne!(replaced.verdict, Verdict::Duplicate, "{replaced:?}");
-    let synonym = verdict(
-        "Shared caches must be keyed by tenant id to avoid leaking data between customers.",
-        "Shared caches must be keyed by tenant id to avoid leaking data between clients.",
-        0.98,
-    );
-    assert_eq!(synonym.verdict, Verdict::Duplicate, "{synonym:?}");
-    let hyphen = verdict(
-        "Numeric-looking input concatenated into SQL is still injectable; bind it as a parameter.",
-        "Numeric looking input concatenated into SQL is still injectable: bind it as a parameter.",
-        0.99,
-    );
-    assert_eq!(hyphen.verdict, Verdict::Duplicate, "{hyphen:?}");
-    let added_name = verdict(
-        "Use SELECT ... FOR UPDATE to claim jobs from a queue table.",
-        "Use SELECT ... FOR UPDATE SKIP LOCKED to claim jobs from a queue table.",
-        0.953,
-    );
-    assert_eq!(added_name.verdict, Verdict::Revision, "{added_name:?}");
+    // An added word, a synonym, a hyphen: duplicates; an added name: a revision.
+    let cases = [
+        (
+            "Close the file handle in a finally block.",
+            "Close the file handle in a finally block, indeed.",
+            0.99,
+            Verdict::Duplicate,
+        ),
+        (
+            "Shared caches must be keyed by tenant id to avoid leaking data between customers.",
+            "Shared caches must be keyed by tenant id to avoid leaking data between clients.",
+            0.98,
+            Verdict::Duplicate,
+        ),
+        (
+            "Numeric-looking input concatenated into SQL is still injectable; bind it as a parameter.",
+            "Numeric looking input concatenated into SQL is still injectable: bind it as a parameter.",
+            0.99,
+            Verdict::Duplicate,
+        ),
+        (
+            "Use SELECT ... FOR UPDATE to claim jobs from a queue table.",
+            "Use SELECT ... FOR UPDATE SKIP LOCKED to claim jobs from a queue table.",
+            0.953,
+            Verdict::Revision,
+        ),
+    ];
+    for (a, b, sim, expected) in cases {
+        let c = verdict(a, b, sim);
+        assert_eq!(c.verdict, expected, "{c:?}");
+    }
 }
 
 #[test]
@@ -179,7 +206,11 @@ fn the_residual_matters_only_where_needs_residual_says() {
     let pairs = [
         ("Prefer tabs over spaces.", "Prefer spaces over tabs.", 0.99),
         ("Close the file handle in a finally block.", "Close the file handle in a finally block, please.", 0.99),
-        ("Bound LIKE patterns still need wildcard escaping.", "Parameterizing a LIKE search does not neutralize % and _.", 0.86),
+        (
+            "Bound LIKE patterns still need wildcard escaping.",
+            "Parameterizing a LIKE search does not neutralize % and _.",
+            0.86,
+        ),
         ("Map.get returns null for a missing key.", "Dereferencing map.get(key) throws when the key is absent.", 0.93),
         ("Close the file.", "Bind SQL parameters.", 0.5),
     ];

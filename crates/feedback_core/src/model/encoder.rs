@@ -208,6 +208,32 @@ impl Loaded {
         (runs, self.cpu_arena && largest > SHRINK_ABOVE_TOKENS)
     }
 
+    /// Runs the graph on `tokens` in the runs [`Loaded::plan`] makes of them under `limits`, calling `between` before
+    /// each run, and returns what `read` makes of each run's output (one item per row; `read` gets the run's row
+    /// count, then the output as [`Loaded::run`] gives it) in input order. The last run shrinks the CPU arena if the
+    /// call is large.
+    fn run_all<T: Clone + Default>(
+        &mut self,
+        tokens: &[Tokens],
+        limits: RunLimits,
+        between: &mut dyn FnMut(),
+        mut read: impl FnMut(usize, &[i64], &[f32], &[i64]) -> Result<Vec<T>, String>,
+    ) -> Result<Vec<T>> {
+        let (runs, shrink) = self.plan(tokens, limits);
+        let last = runs.len().saturating_sub(1);
+        let mut out = vec![T::default(); tokens.len()];
+        for (n, run) in runs.iter().enumerate() {
+            between();
+            let rows: Vec<&Tokens> = run.iter().map(|&i| &tokens[i]).collect();
+            let items =
+                self.run(&rows, shrink && n == last, |shape, data, mask| read(rows.len(), shape, data, mask))?;
+            for (&i, item) in run.iter().zip(items) {
+                out[i] = item;
+            }
+        }
+        Ok(out)
+    }
+
     /// Runs the graph once on `rows`, padded to the longest, with the real attention mask, then shrinks the CPU
     /// arena if `shrink`; `read` gets the output's shape and values and the mask (`rows x seq`, row-major).
     fn run<T>(
@@ -255,6 +281,25 @@ impl Loaded {
     }
 }
 
+/// What [`Embedder`] and [`CrossEncoder`] both tell of their [`Loaded`] model (a field `model`).
+macro_rules! loaded_accessors {
+    () => {
+        pub fn name(&self) -> &str {
+            &self.model.manifest.name
+        }
+
+        /// The manifest the loaded files were verified against.
+        pub fn manifest(&self) -> &Manifest {
+            &self.model.manifest
+        }
+
+        /// Model runs this session has made so far.
+        pub fn runs(&self) -> u64 {
+            self.model.runs
+        }
+    };
+}
+
 /// A bi-encoder: text → one L2-normalised vector.
 pub struct Embedder {
     model: Loaded,
@@ -281,19 +326,7 @@ impl Embedder {
         Ok(embedder)
     }
 
-    pub fn name(&self) -> &str {
-        &self.model.manifest.name
-    }
-
-    /// The manifest the loaded files were verified against.
-    pub fn manifest(&self) -> &Manifest {
-        &self.model.manifest
-    }
-
-    /// Model runs this session has made so far.
-    pub fn runs(&self) -> u64 {
-        self.model.runs
-    }
+    loaded_accessors!();
 
     /// Embeds any number of texts in runs within `limits` (see [`plan_runs`]), calling `between` before each
     /// run and between tokenization chunks (the extension checks for query cancellation there). Queries get the
@@ -318,40 +351,29 @@ impl Embedder {
         )?;
         let pooling = self.model.manifest.pooling.expect("validated: embedding models have pooling");
         let normalize = self.model.manifest.normalize;
-        let (runs, shrink) = self.model.plan(&tokens, limits);
-        let last = runs.len().saturating_sub(1);
-        let mut out = vec![Vec::new(); texts.len()];
-        for (n, run) in runs.iter().enumerate() {
-            between();
-            let rows: Vec<&Tokens> = run.iter().map(|&i| &tokens[i]).collect();
-            let vectors = self.model.run(&rows, shrink && n == last, |shape, states, mask| {
-                let &[batch, seq, hidden] = shape else {
-                    return Err(format!("expected a [batch, seq, hidden] output, got shape {shape:?}"));
-                };
-                let (batch, seq, hidden) = (batch as usize, seq as usize, hidden as usize);
-                if batch != rows.len() || states.len() != batch * seq * hidden || mask.len() != batch * seq {
-                    return Err(format!("output shape {shape:?} does not match the {} inputs", rows.len()));
-                }
-                Ok((0..batch)
-                    .map(|r| {
-                        let mut v = pool(
-                            &states[r * seq * hidden..(r + 1) * seq * hidden],
-                            &mask[r * seq..(r + 1) * seq],
-                            hidden,
-                            pooling,
-                        );
-                        if normalize {
-                            l2_normalize(&mut v);
-                        }
-                        v
-                    })
-                    .collect::<Vec<_>>())
-            })?;
-            for (&i, v) in run.iter().zip(vectors) {
-                out[i] = v;
+        self.model.run_all(&tokens, limits, between, |rows, shape, states, mask| {
+            let &[batch, seq, hidden] = shape else {
+                return Err(format!("expected a [batch, seq, hidden] output, got shape {shape:?}"));
+            };
+            let (batch, seq, hidden) = (batch as usize, seq as usize, hidden as usize);
+            if batch != rows || states.len() != batch * seq * hidden || mask.len() != batch * seq {
+                return Err(format!("output shape {shape:?} does not match the {rows} inputs"));
             }
-        }
-        Ok(out)
+            Ok((0..batch)
+                .map(|r| {
+                    let mut v = pool(
+                        &states[r * seq * hidden..(r + 1) * seq * hidden],
+                        &mask[r * seq..(r + 1) * seq],
+                        hidden,
+                        pooling,
+                    );
+                    if normalize {
+                        l2_normalize(&mut v);
+                    }
+                    v
+                })
+                .collect::<Vec<_>>())
+        })
     }
 
     /// Number of tokens the model's tokenizer makes of `text`, special tokens excluded, without truncation.
@@ -377,18 +399,7 @@ impl CrossEncoder {
         Ok(CrossEncoder { model: Loaded::open(env, dir, ModelKind::CrossEncoder, options)? })
     }
 
-    pub fn name(&self) -> &str {
-        &self.model.manifest.name
-    }
-
-    pub fn manifest(&self) -> &Manifest {
-        &self.model.manifest
-    }
-
-    /// Model runs this session has made so far.
-    pub fn runs(&self) -> u64 {
-        self.model.runs
-    }
+    loaded_accessors!();
 
     /// Bounds every pair scored from now on to `max_tokens` tokens, special tokens included (the longer of query
     /// and passage is cut first); 0 or more than the model's limit: the model's limit.
@@ -429,23 +440,12 @@ impl CrossEncoder {
     ) -> Result<Vec<f32>> {
         let tokens =
             self.model.tokenize(pairs.len(), |i| pairs[i], |i| pairs[i].0.len() + pairs[i].1.len(), between)?;
-        let (runs, shrink) = self.model.plan(&tokens, limits);
-        let last = runs.len().saturating_sub(1);
-        let mut out = vec![0f32; pairs.len()];
-        for (n, run) in runs.iter().enumerate() {
-            between();
-            let rows: Vec<&Tokens> = run.iter().map(|&i| &tokens[i]).collect();
-            let logits = self.model.run(&rows, shrink && n == last, |shape, logits, _| {
-                if shape.first().copied() != Some(rows.len() as i64) || logits.len() != rows.len() {
-                    return Err(format!("expected one logit per pair, got shape {shape:?}"));
-                }
-                Ok(logits.to_vec())
-            })?;
-            for (&i, score) in run.iter().zip(logits) {
-                out[i] = score;
+        self.model.run_all(&tokens, limits, between, |rows, shape, logits, _| {
+            if shape.first().copied() != Some(rows as i64) || logits.len() != rows {
+                return Err(format!("expected one logit per pair, got shape {shape:?}"));
             }
-        }
-        Ok(out)
+            Ok(logits.to_vec())
+        })
     }
 }
 

@@ -190,12 +190,7 @@ impl ModelHost for LocalHost {
     ) -> Result<Vec<Vec<f32>>> {
         let embedder = self.embedder(cfg, model)?;
         let before = embedder.runs();
-        let vectors: Result<Vec<Vec<f32>>> = chunks(texts, cfg)
-            .map(|chunk| embedder.embed(chunk, role, cfg.run_limits(), between))
-            .try_fold(Vec::with_capacity(texts.len()), |mut all, v| {
-                all.extend(v?);
-                Ok(all)
-            });
+        let vectors = in_chunks(texts, cfg, |chunk| embedder.embed(chunk, role, cfg.run_limits(), between));
         // Runs made before a failure count too (a cancellation unwinds past this: not counted).
         self.stats.embed_runs += embedder.runs() - before;
         let vectors = vectors?;
@@ -213,12 +208,7 @@ impl ModelHost for LocalHost {
         let cross_encoder = self.cross_encoder(cfg, model)?;
         cross_encoder.set_max_tokens(cfg.max_pair_tokens)?;
         let before = cross_encoder.runs();
-        let scores: Result<Vec<f32>> = chunks(pairs, cfg)
-            .map(|chunk| cross_encoder.score_pairs(chunk, cfg.run_limits(), between))
-            .try_fold(Vec::with_capacity(pairs.len()), |mut all, s| {
-                all.extend(s?);
-                Ok(all)
-            });
+        let scores = in_chunks(pairs, cfg, |chunk| cross_encoder.score_pairs(chunk, cfg.run_limits(), between));
         self.stats.rerank_runs += cross_encoder.runs() - before;
         let scores = scores?;
         self.stats.pairs_scored += pairs.len() as u64;
@@ -243,6 +233,20 @@ impl ModelHost for LocalHost {
 /// quantize activations per run: run-mates change a vector slightly).
 pub fn chunks<'a, T>(inputs: &'a [T], cfg: &HostConfig) -> std::slice::Chunks<'a, T> {
     inputs.chunks(cfg.batch_size.max(1))
+}
+
+/// Calls `run` on each of `inputs`' [`chunks`] in turn and concatenates what it returns, in input order; stops at
+/// the first error. What a host counts (runs, inputs) it counts in `run` or around this call.
+pub(crate) fn in_chunks<T, R>(
+    inputs: &[T],
+    cfg: &HostConfig,
+    mut run: impl FnMut(&[T]) -> Result<Vec<R>>,
+) -> Result<Vec<R>> {
+    let mut all = Vec::with_capacity(inputs.len());
+    for chunk in chunks(inputs, cfg) {
+        all.extend(run(chunk)?);
+    }
+    Ok(all)
 }
 
 /// A model name is the name of a folder inside the model directory, nothing more.

@@ -145,6 +145,13 @@ fn io_error(path: &Path, e: std::io::Error) -> ModelError {
 mod tests {
     use super::*;
 
+    /// The temporary folder `name`, with whatever an earlier run left there removed (not created).
+    fn fresh_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(name);
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
     fn write(dir: &Path, name: &str, body: &str) {
         fs::create_dir_all(dir).unwrap();
         fs::write(dir.join(name), body).unwrap();
@@ -158,39 +165,39 @@ mod tests {
         )
     }
 
+    /// The model folder `name` with a model.onnx of "real bytes", and its manifest, which records the checksum of
+    /// `recorded` for it.
+    fn model_with_checksum_of(name: &str, recorded: &[u8]) -> (PathBuf, Manifest) {
+        let dir = fresh_dir(name);
+        write(&dir, "model.onnx", "real bytes");
+        write(&dir, MANIFEST_FILE, &manifest_json(&sha256_hex(recorded)));
+        let m = Manifest::read(&dir).unwrap();
+        (dir, m)
+    }
+
     #[test]
     fn missing_manifest_is_not_found() {
-        let dir = std::env::temp_dir().join("fb_manifest_missing");
-        let _ = fs::remove_dir_all(&dir);
+        let dir = fresh_dir("fb_manifest_missing");
         fs::create_dir_all(&dir).unwrap();
         assert!(matches!(Manifest::read(&dir), Err(ModelError::NotFound { .. })));
     }
 
     #[test]
     fn checksum_mismatch_is_refused() {
-        let dir = std::env::temp_dir().join("fb_manifest_checksum");
-        let _ = fs::remove_dir_all(&dir);
-        write(&dir, "model.onnx", "real bytes");
-        write(&dir, MANIFEST_FILE, &manifest_json(&sha256_hex(b"other bytes")));
-        let m = Manifest::read(&dir).unwrap();
+        let (dir, m) = model_with_checksum_of("fb_manifest_checksum", b"other bytes");
         let err = m.read_verified(&dir, "model.onnx").unwrap_err();
         assert!(matches!(err, ModelError::Checksum { .. }), "{err}");
     }
 
     #[test]
     fn matching_checksum_is_accepted() {
-        let dir = std::env::temp_dir().join("fb_manifest_ok");
-        let _ = fs::remove_dir_all(&dir);
-        write(&dir, "model.onnx", "real bytes");
-        write(&dir, MANIFEST_FILE, &manifest_json(&sha256_hex(b"real bytes")));
-        let m = Manifest::read(&dir).unwrap();
+        let (dir, m) = model_with_checksum_of("fb_manifest_ok", b"real bytes");
         assert_eq!(m.read_verified(&dir, "model.onnx").unwrap(), b"real bytes");
     }
 
     #[test]
     fn unknown_field_and_bad_digest_are_refused() {
-        let dir = std::env::temp_dir().join("fb_manifest_bad");
-        let _ = fs::remove_dir_all(&dir);
+        let dir = fresh_dir("fb_manifest_bad");
         write(&dir, MANIFEST_FILE, &manifest_json("xyz"));
         assert!(matches!(Manifest::read(&dir), Err(ModelError::Manifest { .. })));
         write(&dir, MANIFEST_FILE, &manifest_json(&sha256_hex(b"")).replace("\"name\"", "\"nmae\""));

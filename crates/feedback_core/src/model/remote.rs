@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::encoder::TextRole;
 use super::error::{ModelError, Result};
-use super::host::{chunks, HostConfig, HostStats, ModelHost};
+use super::host::{in_chunks, HostConfig, HostStats, ModelHost};
 
 /// What a request asks the model host to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -199,18 +199,16 @@ impl<T: Transport> ModelHost for RemoteHost<T> {
         role: TextRole,
         between: &mut dyn FnMut(),
     ) -> Result<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(cfg.batch_size.max(1)) {
+        in_chunks(texts, cfg, |chunk| {
             let job =
                 Job::Embed { texts: chunk.iter().map(|t| t.to_string()).collect(), query: role == TextRole::Query };
-            match self.call(cfg, model, job, between)? {
-                Output::Vectors(v) => out.extend(v),
-                _ => return Err(protocol("not vectors")),
-            }
+            let Output::Vectors(v) = self.call(cfg, model, job, between)? else {
+                return Err(protocol("not vectors"));
+            };
             self.stats.embed_runs += 1;
             self.stats.texts_embedded += chunk.len() as u64;
-        }
-        Ok(out)
+            Ok(v)
+        })
     }
 
     fn rerank_pairs(
@@ -220,17 +218,15 @@ impl<T: Transport> ModelHost for RemoteHost<T> {
         pairs: &[(&str, &str)],
         between: &mut dyn FnMut(),
     ) -> Result<Vec<f32>> {
-        let mut out = Vec::with_capacity(pairs.len());
-        for chunk in chunks(pairs, cfg) {
+        in_chunks(pairs, cfg, |chunk| {
             let job = Job::Rerank { pairs: chunk.iter().map(|(q, p)| (q.to_string(), p.to_string())).collect() };
-            match self.call(cfg, model, job, between)? {
-                Output::Scores(s) => out.extend(s),
-                _ => return Err(protocol("not scores")),
-            }
+            let Output::Scores(s) = self.call(cfg, model, job, between)? else {
+                return Err(protocol("not scores"));
+            };
             self.stats.rerank_runs += 1;
             self.stats.pairs_scored += chunk.len() as u64;
-        }
-        Ok(out)
+            Ok(s)
+        })
     }
 
     fn count_tokens(&mut self, cfg: &HostConfig, model: &str, text: &str) -> Result<usize> {

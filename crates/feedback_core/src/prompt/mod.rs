@@ -214,7 +214,7 @@ mod tests {
             "\u{27EA}\u{27EB} \u{2991}\u{2992} \u{FE3F}\u{FE40} \u{3010}\u{3011} \u{300C}\u{300D} \u{2329}\u{232A} \
                      \u{227A}\u{227B} \u{FE5D}\u{FE5E} \u{2E28}\u{2E29}";
         let out = neutralize(&format!("{looks}/prior_corrections{looks}"));
-        assert!(out.chars().all(|c| c.is_ascii()), "{out:?}");
+        assert!(out.is_ascii(), "{out:?}");
         assert_eq!(out.matches("&lt;").count(), 18, "{out:?}");
         assert_eq!(out.matches("&gt;").count(), 18, "{out:?}");
         // Code keeps its ASCII brackets, and quotation marks are no brackets.

@@ -1,6 +1,7 @@
 //! Where the real models and ONNX Runtime are: set by `make test` (FB_MODEL_DIR, FB_ORT_LIBRARY).
 use std::path::PathBuf;
 
+use feedback_core::model::remote::{Job, Request};
 use feedback_core::model::HostConfig;
 
 pub fn config() -> HostConfig {
@@ -24,4 +25,17 @@ pub fn config() -> HostConfig {
 pub fn fixture(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A request of `job` for `model`, with the model directory and limits of `cfg`, as a host configured so sends it.
+#[allow(dead_code)] // only the tests of the shared worker send requests
+pub fn request(cfg: &HostConfig, model: &str, job: Job) -> Request {
+    Request {
+        model: model.into(),
+        model_dir: cfg.model_dir.clone(),
+        max_rows: cfg.batch_size,
+        max_tokens: cfg.max_batch_tokens,
+        max_pair_tokens: cfg.max_pair_tokens,
+        job,
+    }
 }
