@@ -67,10 +67,7 @@ fn _fb_compare_texts(a: &str, b: &str, similarity: f64, residual: f64) -> JsonB 
     let mut v = serde_json::to_value(&c).expect("a comparison serialises");
     v["residual_similarity"] = serde_json::json!(residual);
     v["kind"] = serde_json::json!(c.kind.map(|k| k.as_str()));
-    v["differences"] = c
-        .differences
-        .iter()
-        .map(|d| serde_json::json!({"change": d.change.as_str(), "a": d.a, "b": d.b}))
-        .collect();
+    v["differences"] =
+        c.differences.iter().map(|d| serde_json::json!({"change": d.change.as_str(), "a": d.a, "b": d.b})).collect();
     JsonB(v)
 }

@@ -34,10 +34,8 @@ struct Pair {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let dump = args.iter().any(|a| a == "--features");
-    let tune: Option<Vec<String>> = args
-        .iter()
-        .position(|a| a == "--fit")
-        .map(|i| args[i + 1].split(',').map(str::to_string).collect());
+    let tune: Option<Vec<String>> =
+        args.iter().position(|a| a == "--fit").map(|i| args[i + 1].split(',').map(str::to_string).collect());
     let cfg = HostConfig {
         runtime_library: std::env::var("FB_ORT_LIBRARY").expect("FB_ORT_LIBRARY").into(),
         model_dir: std::env::var("FB_MODEL_DIR").expect("FB_MODEL_DIR").into(),
@@ -63,7 +61,12 @@ fn main() {
         let text = |r: &serde_json::Value, k: &str| r[k].as_str().unwrap_or_default().to_string();
         let docs: Vec<String> = rows
             .iter()
-            .flat_map(|r| [document_text(&text(r, "task_type"), &text(r, "a")), document_text(&text(r, "task_type"), &text(r, "b"))])
+            .flat_map(|r| {
+                [
+                    document_text(&text(r, "task_type"), &text(r, "a")),
+                    document_text(&text(r, "task_type"), &text(r, "b")),
+                ]
+            })
             .collect();
         let res: Vec<String> = rows
             .iter()

@@ -4,16 +4,46 @@
 use super::tokens::{lemma, Token};
 
 const NEGATIONS: &[&str] = &[
-    "not", "no", "never", "without", "avoid", "none", "nor", "neither", "nothing", "forbid", "forbidden", "disallow",
-    "prohibit", "prohibited", "refuse", "ban", "banned",
+    "not",
+    "no",
+    "never",
+    "without",
+    "avoid",
+    "none",
+    "nor",
+    "neither",
+    "nothing",
+    "forbid",
+    "forbidden",
+    "disallow",
+    "prohibit",
+    "prohibited",
+    "refuse",
+    "ban",
+    "banned",
 ];
 
 /// Single words saying an old practice is over.
 const NO_LONGER: &[&str] = &["anymore", "deprecated", "obsolete", "retired", "sunset", "discontinued", "legacy"];
 
 const COMPARISON: &[&str] = &[
-    "over", "instead", "rather", "than", "vs", "versus", "prefer", "preferred", "before", "after", "not", "but",
-    "replace", "replaces", "favour", "favor", "unlike",
+    "over",
+    "instead",
+    "rather",
+    "than",
+    "vs",
+    "versus",
+    "prefer",
+    "preferred",
+    "before",
+    "after",
+    "not",
+    "but",
+    "replace",
+    "replaces",
+    "favour",
+    "favor",
+    "unlike",
 ];
 
 /// Words that restrict where a lesson applies.

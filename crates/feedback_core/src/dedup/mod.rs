@@ -280,16 +280,16 @@ pub fn differences(a: &str, b: &str, alignment: &Alignment) -> Vec<Difference> {
     // differing stretch (a rewording that moves a "not" keeps its parity).
     let neg_a = count(&ta, |t| lexicon::is_negation(&t.norm));
     let neg_b = count(&tb, |t| lexicon::is_negation(&t.norm));
-    let neg_in_hunk = alignment.hunks.iter().any(|(x, y)| {
-        x.iter().chain(y).any(|t| lexicon::is_negation(&t.norm))
-    });
+    let neg_in_hunk = alignment.hunks.iter().any(|(x, y)| x.iter().chain(y).any(|t| lexicon::is_negation(&t.norm)));
     // In an edit of one lesson (most words shared), a stretch that gains or loses a negation.
     let negs = |ts: &[Token]| ts.iter().filter(|t| lexicon::is_negation(&t.norm)).count();
     let unbalanced = alignment.hunks.iter().any(|(x, y)| negs(x) != negs(y));
     let no_longer_b = lexicon::no_longer(&tb) && !lexicon::no_longer(&ta);
     let no_longer_a = lexicon::no_longer(&ta) && !lexicon::no_longer(&tb);
     if no_longer_b || no_longer_a {
-        let (x, y) = if no_longer_b { (String::new(), lexicon::no_longer_span(&tb)) } else {
+        let (x, y) = if no_longer_b {
+            (String::new(), lexicon::no_longer_span(&tb))
+        } else {
             (lexicon::no_longer_span(&ta), String::new())
         };
         push(Change::NoLonger, x, y);
@@ -344,9 +344,8 @@ pub fn differences(a: &str, b: &str, alignment: &Alignment) -> Vec<Difference> {
     // a stretch that replaces something (a name swapped for another), or, in an edit of one lesson, added or
     // dropped ("FOR UPDATE" / "FOR UPDATE SKIP LOCKED").
     for (x, y) in &alignment.hunks {
-        let new_in = |side: &[Token], other: &[Token]| {
-            side.iter().any(|t| t.class == Class::Identifier && !mentioned(t, other))
-        };
+        let new_in =
+            |side: &[Token], other: &[Token]| side.iter().any(|t| t.class == Class::Identifier && !mentioned(t, other));
         let content = |side: &[Token]| side.iter().any(|t| t.is_content());
         let (nx, ny) = (new_in(x, &tb), new_in(y, &ta));
         let replaced = nx && (ny || content(y)) || ny && (nx || content(x));
@@ -365,8 +364,7 @@ fn mentioned(t: &Token, other: &[Token]) -> bool {
         return true;
     }
     let parts: Vec<String> = t.raw.to_lowercase().split('-').filter(|p| !p.is_empty()).map(str::to_string).collect();
-    parts.len() > 1
-        && other.windows(parts.len()).any(|w| w.iter().zip(&parts).all(|(u, p)| u.raw.to_lowercase() == *p))
+    parts.len() > 1 && other.windows(parts.len()).any(|w| w.iter().zip(&parts).all(|(u, p)| u.raw.to_lowercase() == *p))
 }
 
 /// Two content words shared by both texts whose order flips, in texts that compare or contrast (over,
@@ -409,7 +407,11 @@ pub fn compare(a: &str, b: &str, similarity: f64, residual: f64, model: &Calibra
     let (verdict, kind, why) = if normalize(a) == normalize(b) {
         (Verdict::Duplicate, None, "the same text".to_string())
     } else if similarity < bound {
-        (Verdict::Distinct, None, format!("similarity {similarity:.3} is below {bound:.2}: too far apart to merge or revise"))
+        (
+            Verdict::Distinct,
+            None,
+            format!("similarity {similarity:.3} is below {bound:.2}: too far apart to merge or revise"),
+        )
     } else if light_edit(similarity, &alignment, &differences) {
         // The same lesson with a word or two added, dropped or swapped for a synonym, and no difference in what it
         // claims (a changed name, number, negation ... is a difference).
@@ -450,7 +452,10 @@ fn light_edit(similarity: f64, alignment: &Alignment, differences: &[Difference]
     let unmatched = |first: bool| {
         alignment.hunks.iter().flat_map(|(x, y)| if first { x } else { y }).filter(|t| t.is_content()).count()
     };
-    differences.is_empty() && similarity >= EDIT_DUPLICATE && unmatched(true) <= EDIT_WORDS && unmatched(false) <= EDIT_WORDS
+    differences.is_empty()
+        && similarity >= EDIT_DUPLICATE
+        && unmatched(true) <= EDIT_WORDS
+        && unmatched(false) <= EDIT_WORDS
 }
 
 /// The difference that forbids a merge: any change of what the lesson claims, or, in an edit of the older lesson,

@@ -94,7 +94,8 @@ fn is_number(w: &str) -> Option<String> {
 fn is_version(w: &str) -> Option<String> {
     let lw = w.to_lowercase();
     let body = lw.strip_prefix('v').unwrap_or(&lw);
-    let dotted = body.split('.').count() >= 2 && body.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    let dotted =
+        body.split('.').count() >= 2 && body.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
     let v_number = lw.starts_with('v') && !body.is_empty() && body.chars().all(|c| c.is_ascii_digit() || c == '.');
     (v_number || dotted && body.split('.').count() >= 3 || dotted && lw.starts_with('v')).then(|| body.to_string())
 }
@@ -124,7 +125,10 @@ pub fn tokenize(text: &str) -> Vec<Token> {
             break;
         }
         let quoted = piece.starts_with('`') || piece.starts_with('"') && piece.len() > 2;
-        let ends_sentence = piece.ends_with('.') || piece.ends_with(';') || piece.ends_with(':') || piece.ends_with('!')
+        let ends_sentence = piece.ends_with('.')
+            || piece.ends_with(';')
+            || piece.ends_with(':')
+            || piece.ends_with('!')
             || piece.ends_with('?');
         let raw = piece
             .trim_matches(|c: char| ",;:!?\"'“”‘’`()[]{}*".contains(c))
