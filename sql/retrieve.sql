@@ -37,48 +37,41 @@ COMMENT ON TABLE feedback_retrieval_settings IS
     'rerank_model is not pg_feedback.rerank_model, does not apply (its floors and bounds are in another model''s '
     'scale). Delete the rows to go back to the settings.';
 
--- The settings fb_retrieve applies for a task_type and embedding model: its row, the '*' row, then pg_feedback.*
--- settings. A row calibrated with another embedding model or cross-encoder does not apply: its floors and bounds
--- are in that model's scale.
-CREATE FUNCTION _fb_settings(p_task_type text, p_model text)
-    RETURNS TABLE (rerank boolean, rerank_floor real, relative_cut real, max_notes integer, cosine_floor real,
-                   cosine_relative_cut real, cosine_max_notes integer, selective boolean, rerank_max_pairs integer,
-                   rerank_min_cosine real, rerank_cosine_gap real, rerank_stage integer, rerank_decided real,
-                   rerank_decided_gap real, rerank_tie_margin real, cosine_tie_margin real)
+CREATE FUNCTION _fb_settings_metadata() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    RETURN ARRAY['task_type', 'embedding_model', 'rerank_model', 'calibrated_at', 'calibrated_by', 'calibration',
+                 'decision'];
+COMMENT ON FUNCTION _fb_settings_metadata() IS
+    'Internal: the columns of feedback_retrieval_settings that say where a row comes from, not how to retrieve.';
+
+-- The settings fb_retrieve applies for a task_type and embedding model, as one value (one jsonb that
+-- _fb_rank_notes and _fb_rerank_selective read whole, feedback_core::rank::settings): the pg_feedback.* settings
+-- (_fb_retrieval_gucs), then the '*' row, then the task_type's row, each column only where it is not NULL. A row
+-- calibrated with another embedding model or cross-encoder does not apply: its floors and bounds are in that
+-- model's scale. pg_feedback.rerank = off turns reranking off whatever a row says.
+CREATE FUNCTION _fb_settings(p_task_type text, p_model text) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, @extschema@, pg_temp
     BEGIN ATOMIC
-        SELECT coalesce(t.rerank, d.rerank, true) AND _fb_setting('pg_feedback.rerank')::boolean,
-               coalesce(t.rerank_floor, d.rerank_floor, _fb_setting('pg_feedback.rerank_floor')::real),
-               nullif(coalesce(t.relative_cut, d.relative_cut, _fb_setting('pg_feedback.relative_cut')::real), -1),
-               coalesce(t.max_notes, d.max_notes, _fb_setting('pg_feedback.max_notes')::integer),
-               coalesce(t.cosine_floor, d.cosine_floor, _fb_setting('pg_feedback.cosine_floor')::real),
-               nullif(coalesce(t.cosine_relative_cut, d.cosine_relative_cut,
-                               _fb_setting('pg_feedback.cosine_relative_cut')::real), -1),
-               coalesce(t.cosine_max_notes, d.cosine_max_notes, _fb_setting('pg_feedback.max_notes')::integer),
-               _fb_setting('pg_feedback.selective_rerank')::boolean,
-               coalesce(t.rerank_max_pairs, d.rerank_max_pairs, _fb_setting('pg_feedback.rerank_max_pairs')::integer),
-               coalesce(t.rerank_min_cosine, d.rerank_min_cosine, _fb_setting('pg_feedback.rerank_min_cosine')::real),
-               coalesce(t.rerank_cosine_gap, d.rerank_cosine_gap, _fb_setting('pg_feedback.rerank_cosine_gap')::real),
-               _fb_setting('pg_feedback.rerank_stage')::integer,
-               coalesce(t.rerank_decided, d.rerank_decided, _fb_setting('pg_feedback.rerank_decided')::real),
-               coalesce(t.rerank_decided_gap, d.rerank_decided_gap,
-                        _fb_setting('pg_feedback.rerank_decided_gap')::real),
-               coalesce(t.rerank_tie_margin, d.rerank_tie_margin, _fb_setting('pg_feedback.rerank_tie_margin')::real),
-               coalesce(t.cosine_tie_margin, d.cosine_tie_margin, _fb_setting('pg_feedback.tie_margin')::real)
-          FROM (VALUES (1)) AS one (x)
-          LEFT JOIN feedback_retrieval_settings t
-                 ON t.task_type = p_task_type AND (t.embedding_model IS NULL OR t.embedding_model = p_model)
-                AND (t.rerank_model IS NULL OR t.rerank_model = fb_rerank_model())
-          LEFT JOIN feedback_retrieval_settings d
-                 ON d.task_type = '*' AND (d.embedding_model IS NULL OR d.embedding_model = p_model)
-                AND (d.rerank_model IS NULL OR d.rerank_model = fb_rerank_model());
+        SELECT m || jsonb_build_object('rerank', (m ->> 'rerank_enabled')::boolean
+                                                 AND coalesce((m ->> 'rerank')::boolean, true))
+          FROM (SELECT _fb_retrieval_gucs()
+                       || coalesce(jsonb_strip_nulls(to_jsonb(d)) - _fb_settings_metadata(), '{}')
+                       || coalesce(jsonb_strip_nulls(to_jsonb(t)) - _fb_settings_metadata(), '{}') AS m
+                  FROM (VALUES (1)) AS one (x)
+                  LEFT JOIN feedback_retrieval_settings t
+                         ON t.task_type = p_task_type AND (t.embedding_model IS NULL OR t.embedding_model = p_model)
+                        AND (t.rerank_model IS NULL OR t.rerank_model = fb_rerank_model())
+                  LEFT JOIN feedback_retrieval_settings d
+                         ON d.task_type = '*' AND (d.embedding_model IS NULL OR d.embedding_model = p_model)
+                        AND (d.rerank_model IS NULL OR d.rerank_model = fb_rerank_model())) merged;
     END;
 COMMENT ON FUNCTION _fb_settings(text, text) IS
-    'Internal: the retrieval settings in force for a task_type and embedding model key (feedback_retrieval_settings '
-    'row, ''*'' row, each only if calibrated with that embedding model and the configured cross-encoder or with '
-    'none named, then pg_feedback.* settings; '
-    'pg_feedback.rerank = off turns reranking off everywhere).';
+    'Internal: the retrieval settings in force for a task_type and embedding model key, as one jsonb keyed by the '
+    'columns of feedback_retrieval_settings: pg_feedback.* settings, then the ''*'' row, then the task_type''s row '
+    '(each only if calibrated with that embedding model and the configured cross-encoder or with none named; NULL '
+    'columns fall through); pg_feedback.rerank = off turns reranking off everywhere.';
 
 -- Opt-in retrieval log (pg_feedback.log_retrievals), what fb_judge and feedback_note_quality read.
 CREATE TABLE feedback_retrievals (
@@ -173,7 +166,7 @@ DECLARE
     key text;
     tt text;
     q vector(384);
-    s record;
+    s jsonb;
     use_rerank boolean;
     cand record;
     scores real[];
@@ -217,8 +210,8 @@ BEGIN
                                 'feedback_embedding_slots shows which models hold vectors.', model);
     END IF;
     tt := _fb_task_type(fb_retrieve.task_type);
-    SELECT * INTO s FROM _fb_settings(tt, key);
-    use_rerank := decision IS NULL AND coalesce(rerank, s.rerank) AND fb_rerank_model() <> '';
+    s := _fb_settings(tt, key);
+    use_rerank := decision IS NULL AND coalesce(rerank, (s ->> 'rerank')::boolean) AND fb_rerank_model() <> '';
     scorer := CASE WHEN decision IS NOT NULL THEN 'decision' WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END;
     IF decision IS NOT NULL THEN
         SELECT array_agg(c.id ORDER BY c.n) AS ids,
@@ -248,8 +241,8 @@ BEGIN
                                                                    ELSE (decision ->> 'threshold')::real END
                                             THEN scores[i] END
                                   FROM generate_subscripts(scores, 1) i ORDER BY i) END,
-                cand.created, coalesce(min_score, 0), NULL, 0,
-                least(coalesce(final_k, (decision ->> 'max_notes')::integer), candidate_k));
+                cand.created, s, 'decision', min_score, coalesce(final_k, (decision ->> 'max_notes')::integer),
+                candidate_k);
         END IF;
     ELSE
         SELECT array_agg(c.id ORDER BY c.n) AS ids,
@@ -267,18 +260,12 @@ BEGIN
             IF use_rerank THEN
                 -- The cross-encoder reads lesson and correction together, and only the candidates the first stage
                 -- cannot settle (pg_feedback.selective_rerank); the others are not returned.
-                scores := _fb_rerank_selective(query, cand.passages, cand.sims, s.selective AND min_score IS NULL,
-                                               s.rerank_max_pairs, s.rerank_min_cosine, s.rerank_cosine_gap,
-                                               s.rerank_stage, s.rerank_decided, s.rerank_decided_gap);
-                picked := _fb_rank_notes(scores, cand.created, coalesce(min_score, s.rerank_floor),
-                                         CASE WHEN min_score IS NULL THEN s.relative_cut END,
-                                         s.rerank_tie_margin, least(coalesce(final_k, s.max_notes), candidate_k));
+                scores := _fb_rerank_selective(query, cand.passages, cand.sims,
+                                               CASE WHEN min_score IS NULL THEN s END);
             ELSE
                 scores := cand.sims;
-                picked := _fb_rank_notes(scores, cand.created, coalesce(min_score, s.cosine_floor),
-                                         CASE WHEN min_score IS NULL THEN s.cosine_relative_cut END,
-                                         s.cosine_tie_margin, least(coalesce(final_k, s.cosine_max_notes), candidate_k));
             END IF;
+            picked := _fb_rank_notes(scores, cand.created, s, scorer, min_score, final_k, candidate_k);
         END IF;
     END IF;
     IF _fb_setting('pg_feedback.log_retrievals')::boolean THEN
@@ -356,11 +343,15 @@ COMMENT ON FUNCTION fb_build_prompt(text, text, text, integer) IS
     '"(no relevant prior corrections)" when nothing passes the floor.';
 
 COMMENT ON FUNCTION fb_rerank_model() IS 'The configured cross-encoder (pg_feedback.rerank_model); empty: none.';
-COMMENT ON FUNCTION _fb_rank_notes(real[], timestamptz[], real, real, real, integer) IS
-    'Internal: positions of the notes fb_retrieve returns, in rank order (floor and relative cut, best first, newer '
-    'first within the near-tie margin of the score that ranked them).';
-COMMENT ON FUNCTION _fb_rerank_selective(text, text[], real[], boolean, integer, real, real, integer, real, real) IS
-    'Internal: cross-encoder scores of the candidates selective reranking picks (in stages, through the backend''s '
-    'score cache), NULL for the others; selective => false scores all.';
+COMMENT ON FUNCTION _fb_rank_notes(real[], timestamptz[], jsonb, text, real, integer, integer) IS
+    'Internal: positions of the notes fb_retrieve returns, in rank order, cut as the settings (_fb_settings) say '
+    'for the scorer that ranked (floor and relative cut, or a caller''s min_score; best first, newer first within '
+    'the near-tie margin; at most final_k, else the settings'' most notes, never more than candidate_k).';
+COMMENT ON FUNCTION _fb_rerank_selective(text, text[], real[], jsonb) IS
+    'Internal: cross-encoder scores of the candidates the settings'' selective reranking picks (in stages, through '
+    'the backend''s score cache), NULL for the others; NULL settings score all.';
+COMMENT ON FUNCTION _fb_retrieval_gucs() IS
+    'Internal: the pg_feedback.* retrieval settings'' values under the keys of feedback_retrieval_settings '
+    '(rerank_enabled: pg_feedback.rerank), what _fb_settings merges calibrated rows over.';
 COMMENT ON FUNCTION _fb_build_prompt(text, text[], text[], integer) IS
     'Internal: assembles fb_build_prompt''s text from ranked lessons and corrections.';

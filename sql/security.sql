@@ -108,7 +108,8 @@ GRANT EXECUTE ON FUNCTION
     _fb_vector(feedback_notes, smallint), _fb_has_vector(feedback_notes, smallint, text),
     _fb_candidates(vector, text, integer, text, text, boolean, text),
     _fb_lexical_candidates(vector, tsquery, text, integer, text), _fb_search_terms(text),
-    _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text),
+    _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text), _fb_retrieval_gucs(),
+    _fb_settings_metadata(),
     _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_tenant_allowed(text),
     _fb_input_kind(text), _fb_segments(text), _fb_code_candidates(text, vector[], text, integer, text),
     _fb_fit_decision(jsonb, integer, text), _fb_decision(text), _fb_shipped_decision()

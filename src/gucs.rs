@@ -169,47 +169,6 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
-    GucRegistry::define_bool_guc(
-        c"pg_feedback.rerank",
-        c"Whether fb_retrieve reranks candidates with the cross-encoder (when fb_retrieve's rerank argument is NULL).",
-        c"Off, or with pg_feedback.rerank_model empty, fb_retrieve ranks by cosine similarity and reports \
-          scored_by = 'cosine'.",
-        &RERANK,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
-    GucRegistry::define_float_guc(
-        c"pg_feedback.rerank_floor",
-        c"Least cross-encoder score (a logit) a note needs to be returned by fb_retrieve.",
-        c"Calibrated on the project's golden questions; fb_retrieve's min_score argument overrides it.",
-        &RERANK_FLOOR,
-        -100.0,
-        100.0,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
-    GucRegistry::define_float_guc(
-        c"pg_feedback.cosine_floor",
-        c"Least cosine similarity a note needs to be returned by fb_retrieve when it ranks without the cross-encoder.",
-        c"Calibrated on the project's golden questions; fb_retrieve's min_score argument overrides it.",
-        &COSINE_FLOOR,
-        -1.0,
-        1.0,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
-    GucRegistry::define_float_guc(
-        c"pg_feedback.tie_margin",
-        c"Near-tie margin when ranking by cosine: a newer note ranks ahead of an older one whose cosine \
-          similarity is at most this much higher.",
-        c"Only between notes that both pass the floor. The cross-encoder's margin is \
-          pg_feedback.rerank_tie_margin. Rows of feedback_retrieval_settings take precedence.",
-        &TIE_MARGIN,
-        0.0,
-        1.0,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
     GucRegistry::define_float_guc(
         c"pg_feedback.dup_threshold",
         c"1 turns near-duplicate merging and revisions off; before 0.8.0, the cosine at which notes merged.",
@@ -232,17 +191,6 @@ pub fn init() {
         0.0,
         1.0,
         GucContext::Suset,
-        GucFlags::default(),
-    );
-    GucRegistry::define_int_guc(
-        c"pg_feedback.exact_scan_limit",
-        c"Candidate search is exact when a task_type has at most this many active notes, HNSW otherwise.",
-        c"Exact search has perfect recall and is fast for small sets; above the limit the HNSW index is used \
-          with pgvector's iterative scans, so selective filters still return enough candidates.",
-        &EXACT_SCAN_LIMIT,
-        0,
-        i32::MAX,
-        GucContext::Userset,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -323,181 +271,231 @@ pub fn init() {
     );
 }
 
-fn float(
+/// One setting of how fb_retrieve searches, cuts, reranks and fuses: its name and descriptions, its value with
+/// its bounds, and the keys it fills in the settings value `_fb_settings` returns (the columns of
+/// `feedback_retrieval_settings` it is the default of; none for settings only the database reads). Every one is
+/// user-settable.
+struct Retrieval {
     name: &'static CStr,
     short: &'static CStr,
     long: &'static CStr,
-    s: &'static GucSetting<f64>,
-    min: f64,
-    max: f64,
-) {
-    GucRegistry::define_float_guc(name, short, long, s, min, max, GucContext::Userset, GucFlags::default());
+    value: Value,
+    keys: &'static [&'static str],
 }
 
-fn int(
-    name: &'static CStr,
-    short: &'static CStr,
-    long: &'static CStr,
-    s: &'static GucSetting<i32>,
-    min: i32,
-    max: i32,
-) {
-    GucRegistry::define_int_guc(name, short, long, s, min, max, GucContext::Userset, GucFlags::default());
+enum Value {
+    Float(&'static GucSetting<f64>, f64, f64),
+    Int(&'static GucSetting<i32>, i32, i32),
+    Bool(&'static GucSetting<bool>),
 }
 
-fn boolean(name: &'static CStr, short: &'static CStr, long: &'static CStr, s: &'static GucSetting<bool>) {
-    GucRegistry::define_bool_guc(name, short, long, s, GucContext::Userset, GucFlags::default());
-}
+const PRECEDENCE: &CStr = c"Rows of feedback_retrieval_settings (written by fb_calibrate) take precedence.";
 
-/// How fb_retrieve cuts, reranks and fuses, and whether it logs. Defaults come from fb_calibrate on the tune
-/// split of the project's golden questions (README, "Calibration"); rows of feedback_retrieval_settings (what
-/// fb_calibrate writes, per task_type or '*') take precedence over them.
+/// The retrieval settings. Defaults come from fb_calibrate on the tune split of the project's golden questions
+/// (README, "Calibration").
+static RETRIEVAL: &[Retrieval] = &[
+    Retrieval {
+        name: c"pg_feedback.rerank",
+        short: c"Whether fb_retrieve reranks candidates with the cross-encoder (when fb_retrieve's rerank argument is NULL).",
+        long: c"Off, or with pg_feedback.rerank_model empty, fb_retrieve ranks by cosine similarity and reports \
+              scored_by = 'cosine'.",
+        value: Value::Bool(&RERANK),
+        keys: &["rerank_enabled"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_floor",
+        short: c"Least cross-encoder score (a logit) a note needs to be returned by fb_retrieve.",
+        long: c"Calibrated on the project's golden questions; fb_retrieve's min_score argument overrides it.",
+        value: Value::Float(&RERANK_FLOOR, -100.0, 100.0),
+        keys: &["rerank_floor"],
+    },
+    Retrieval {
+        name: c"pg_feedback.relative_cut",
+        short: c"Relative cut on cross-encoder scores: fb_retrieve drops notes scoring more than this many logits below \
+              the best candidate; -1: no relative cut.",
+        long: PRECEDENCE,
+        value: Value::Float(&RELATIVE_CUT, -1.0, 1000.0),
+        keys: &["relative_cut"],
+    },
+    Retrieval {
+        name: c"pg_feedback.max_notes",
+        short: c"Most notes fb_retrieve returns when final_k is not given (fb_build_prompt, fb_eval).",
+        long: c"Calibrated: every extra note is one more chance to inject an irrelevant one. Rows of \
+              feedback_retrieval_settings take precedence (max_notes, cosine_max_notes).",
+        value: Value::Int(&MAX_NOTES, 1, 1000),
+        keys: &["max_notes", "cosine_max_notes"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_tie_margin",
+        short: c"Near-tie margin on cross-encoder logits: between two notes that both pass the floor and score within \
+              this of each other, the newer ranks first.",
+        long: PRECEDENCE,
+        value: Value::Float(&RERANK_TIE_MARGIN, 0.0, 100.0),
+        keys: &["rerank_tie_margin"],
+    },
+    Retrieval {
+        name: c"pg_feedback.cosine_floor",
+        short: c"Least cosine similarity a note needs to be returned by fb_retrieve when it ranks without the cross-encoder.",
+        long: c"Calibrated on the project's golden questions; fb_retrieve's min_score argument overrides it.",
+        value: Value::Float(&COSINE_FLOOR, -1.0, 1.0),
+        keys: &["cosine_floor"],
+    },
+    Retrieval {
+        name: c"pg_feedback.cosine_relative_cut",
+        short: c"Relative cut when ranking by cosine: notes more than this below the best candidate's similarity are \
+              dropped; -1: none.",
+        long: PRECEDENCE,
+        value: Value::Float(&COSINE_RELATIVE_CUT, -1.0, 2.0),
+        keys: &["cosine_relative_cut"],
+    },
+    Retrieval {
+        name: c"pg_feedback.tie_margin",
+        short: c"Near-tie margin when ranking by cosine: a newer note ranks ahead of an older one whose cosine \
+              similarity is at most this much higher.",
+        long: c"Only between notes that both pass the floor. The cross-encoder's margin is \
+              pg_feedback.rerank_tie_margin. Rows of feedback_retrieval_settings take precedence.",
+        value: Value::Float(&TIE_MARGIN, 0.0, 1.0),
+        keys: &["cosine_tie_margin"],
+    },
+    Retrieval {
+        name: c"pg_feedback.selective_rerank",
+        short: c"Whether the cross-encoder scores only the candidates the first stage cannot settle (off: all of them).",
+        long: c"Bounded by pg_feedback.rerank_max_pairs, rerank_min_cosine, rerank_cosine_gap, rerank_stage, \
+              rerank_decided and rerank_decided_gap (or their feedback_retrieval_settings columns).",
+        value: Value::Bool(&SELECTIVE_RERANK),
+        keys: &["selective"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_max_pairs",
+        short: c"Most candidates the cross-encoder scores per query (selective reranking).",
+        long: PRECEDENCE,
+        value: Value::Int(&RERANK_MAX_PAIRS, 1, 1000),
+        keys: &["rerank_max_pairs"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_min_cosine",
+        short: c"Candidates below this cosine similarity are never reranked (nor returned) when reranking selectively.",
+        long: c"An absolute bound, so it holds for one embedding model only: fb_calibrate may set it in a row tagged \
+              with its model. -1 (the default): no bound.",
+        value: Value::Float(&RERANK_MIN_COSINE, -1.0, 1.0),
+        keys: &["rerank_min_cosine"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_cosine_gap",
+        short: c"Candidates more than this below the best candidate's cosine similarity are never reranked.",
+        long: c"2: no bound.",
+        value: Value::Float(&RERANK_COSINE_GAP, 0.0, 2.0),
+        keys: &["rerank_cosine_gap"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_stage",
+        short: c"Candidates the cross-encoder scores per stage of selective reranking.",
+        long: c"After each stage the early exit (pg_feedback.rerank_decided) is checked.",
+        value: Value::Int(&RERANK_STAGE, 1, 1000),
+        keys: &["rerank_stage"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_decided",
+        short: c"Early exit: once a candidate scores at least this logit, later stages rerank only candidates within \
+              pg_feedback.rerank_decided_gap of the best cosine similarity.",
+        long: c"100: never.",
+        value: Value::Float(&RERANK_DECIDED, -100.0, 100.0),
+        keys: &["rerank_decided"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_decided_gap",
+        short: c"After the early exit, how close (in cosine similarity) to the best candidate a candidate must be to \
+              still be reranked.",
+        long: PRECEDENCE,
+        value: Value::Float(&RERANK_DECIDED_GAP, 0.0, 2.0),
+        keys: &["rerank_decided_gap"],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_max_tokens",
+        short: c"Most tokens of a (query, lesson + correction) pair the cross-encoder reads; the passage is cut first. \
+              0: the model's own limit (512).",
+        long: c"Reranking cost grows with pair length (about 0.25 ms per token on one core). 96 is the shortest limit \
+              that changed no answer on the tune split of the project's golden questions.",
+        value: Value::Int(&RERANK_MAX_TOKENS, 0, 512),
+        keys: &[],
+    },
+    Retrieval {
+        name: c"pg_feedback.rerank_cache_size",
+        short: c"Cross-encoder scores each backend keeps, keyed by (model, pair length limit, query, passage); 0: none.",
+        long: c"Recurring questions then cost no model run for passages already scored. An entry holds its query and \
+              passage: a few hundred bytes for ordinary notes.",
+        value: Value::Int(&RERANK_CACHE_SIZE, 0, 1_000_000),
+        keys: &[],
+    },
+    Retrieval {
+        name: c"pg_feedback.exact_scan_limit",
+        short: c"Candidate search is exact when a task_type has at most this many active notes, HNSW otherwise.",
+        long: c"Exact search has perfect recall and is fast for small sets; above the limit the HNSW index is used \
+              with pgvector's iterative scans, so selective filters still return enough candidates.",
+        value: Value::Int(&EXACT_SCAN_LIMIT, 0, i32::MAX),
+        keys: &[],
+    },
+    Retrieval {
+        name: c"pg_feedback.hybrid",
+        short: c"Whether fb_retrieve adds full-text candidates (lesson + correction) to the dense ones, fused by \
+              reciprocal rank.",
+        long: c"Helps exact identifiers (function names, error codes) that embeddings blur.",
+        value: Value::Bool(&HYBRID),
+        keys: &[],
+    },
+    Retrieval {
+        name: c"pg_feedback.hybrid_candidates",
+        short: c"Full-text candidates fetched per query when pg_feedback.hybrid is on.",
+        long: c"",
+        value: Value::Int(&HYBRID_CANDIDATES, 1, 1000),
+        keys: &[],
+    },
+    Retrieval {
+        name: c"pg_feedback.rrf_k",
+        short: c"Reciprocal-rank fusion constant: a candidate's fused score is the sum of 1 / (rrf_k + rank) over the \
+              dense and full-text lists.",
+        long: c"Larger values flatten the difference between top ranks.",
+        value: Value::Int(&RRF_K, 1, 1000),
+        keys: &[],
+    },
+    Retrieval {
+        name: c"pg_feedback.log_retrievals",
+        short: c"Whether fb_retrieve records each retrieval in feedback_retrievals (query redacted, task_type, \
+              returned notes and scores, models, time), for fb_judge.",
+        long: c"Never on a hot standby or in a read-only transaction (the retrieval then returns no retrieval_id).",
+        value: Value::Bool(&LOG_RETRIEVALS),
+        keys: &[],
+    },
+];
+
 fn init_retrieval() {
-    const PRECEDENCE: &CStr = c"Rows of feedback_retrieval_settings (written by fb_calibrate) take precedence.";
-    float(
-        c"pg_feedback.relative_cut",
-        c"Relative cut on cross-encoder scores: fb_retrieve drops notes scoring more than this many logits below \
-          the best candidate; -1: no relative cut.",
-        PRECEDENCE,
-        &RELATIVE_CUT,
-        -1.0,
-        1000.0,
-    );
-    float(
-        c"pg_feedback.cosine_relative_cut",
-        c"Relative cut when ranking by cosine: notes more than this below the best candidate's similarity are \
-          dropped; -1: none.",
-        PRECEDENCE,
-        &COSINE_RELATIVE_CUT,
-        -1.0,
-        2.0,
-    );
-    int(
-        c"pg_feedback.max_notes",
-        c"Most notes fb_retrieve returns when final_k is not given (fb_build_prompt, fb_eval).",
-        c"Calibrated: every extra note is one more chance to inject an irrelevant one. Rows of \
-          feedback_retrieval_settings take precedence (max_notes, cosine_max_notes).",
-        &MAX_NOTES,
-        1,
-        1000,
-    );
-    float(
-        c"pg_feedback.rerank_tie_margin",
-        c"Near-tie margin on cross-encoder logits: between two notes that both pass the floor and score within \
-          this of each other, the newer ranks first.",
-        PRECEDENCE,
-        &RERANK_TIE_MARGIN,
-        0.0,
-        100.0,
-    );
-    boolean(
-        c"pg_feedback.selective_rerank",
-        c"Whether the cross-encoder scores only the candidates the first stage cannot settle (off: all of them).",
-        c"Bounded by pg_feedback.rerank_max_pairs, rerank_min_cosine, rerank_cosine_gap, rerank_stage, \
-          rerank_decided and rerank_decided_gap (or their feedback_retrieval_settings columns).",
-        &SELECTIVE_RERANK,
-    );
-    int(
-        c"pg_feedback.rerank_max_pairs",
-        c"Most candidates the cross-encoder scores per query (selective reranking).",
-        PRECEDENCE,
-        &RERANK_MAX_PAIRS,
-        1,
-        1000,
-    );
-    float(
-        c"pg_feedback.rerank_min_cosine",
-        c"Candidates below this cosine similarity are never reranked (nor returned) when reranking selectively.",
-        c"An absolute bound, so it holds for one embedding model only: fb_calibrate may set it in a row tagged \
-          with its model. -1 (the default): no bound.",
-        &RERANK_MIN_COSINE,
-        -1.0,
-        1.0,
-    );
-    float(
-        c"pg_feedback.rerank_cosine_gap",
-        c"Candidates more than this below the best candidate's cosine similarity are never reranked.",
-        c"2: no bound.",
-        &RERANK_COSINE_GAP,
-        0.0,
-        2.0,
-    );
-    int(
-        c"pg_feedback.rerank_stage",
-        c"Candidates the cross-encoder scores per stage of selective reranking.",
-        c"After each stage the early exit (pg_feedback.rerank_decided) is checked.",
-        &RERANK_STAGE,
-        1,
-        1000,
-    );
-    float(
-        c"pg_feedback.rerank_decided",
-        c"Early exit: once a candidate scores at least this logit, later stages rerank only candidates within \
-          pg_feedback.rerank_decided_gap of the best cosine similarity.",
-        c"100: never.",
-        &RERANK_DECIDED,
-        -100.0,
-        100.0,
-    );
-    float(
-        c"pg_feedback.rerank_decided_gap",
-        c"After the early exit, how close (in cosine similarity) to the best candidate a candidate must be to \
-          still be reranked.",
-        PRECEDENCE,
-        &RERANK_DECIDED_GAP,
-        0.0,
-        2.0,
-    );
-    int(
-        c"pg_feedback.rerank_max_tokens",
-        c"Most tokens of a (query, lesson + correction) pair the cross-encoder reads; the passage is cut first. \
-          0: the model's own limit (512).",
-        c"Reranking cost grows with pair length (about 0.25 ms per token on one core). 96 is the shortest limit \
-          that changed no answer on the tune split of the project's golden questions.",
-        &RERANK_MAX_TOKENS,
-        0,
-        512,
-    );
-    int(
-        c"pg_feedback.rerank_cache_size",
-        c"Cross-encoder scores each backend keeps, keyed by (model, pair length limit, query, passage); 0: none.",
-        c"Recurring questions then cost no model run for passages already scored. An entry holds its query and \
-          passage: a few hundred bytes for ordinary notes.",
-        &RERANK_CACHE_SIZE,
-        0,
-        1_000_000,
-    );
-    boolean(
-        c"pg_feedback.hybrid",
-        c"Whether fb_retrieve adds full-text candidates (lesson + correction) to the dense ones, fused by \
-          reciprocal rank.",
-        c"Helps exact identifiers (function names, error codes) that embeddings blur.",
-        &HYBRID,
-    );
-    int(
-        c"pg_feedback.hybrid_candidates",
-        c"Full-text candidates fetched per query when pg_feedback.hybrid is on.",
-        c"",
-        &HYBRID_CANDIDATES,
-        1,
-        1000,
-    );
-    int(
-        c"pg_feedback.rrf_k",
-        c"Reciprocal-rank fusion constant: a candidate's fused score is the sum of 1 / (rrf_k + rank) over the \
-          dense and full-text lists.",
-        c"Larger values flatten the difference between top ranks.",
-        &RRF_K,
-        1,
-        1000,
-    );
-    boolean(
-        c"pg_feedback.log_retrievals",
-        c"Whether fb_retrieve records each retrieval in feedback_retrievals (query redacted, task_type, \
-          returned notes and scores, models, time), for fb_judge.",
-        c"Never on a hot standby or in a read-only transaction (the retrieval then returns no retrieval_id).",
-        &LOG_RETRIEVALS,
-    );
+    for r in RETRIEVAL {
+        let (ctx, flags) = (GucContext::Userset, GucFlags::default());
+        match r.value {
+            Value::Float(s, min, max) => {
+                GucRegistry::define_float_guc(r.name, r.short, r.long, s, min, max, ctx, flags)
+            }
+            Value::Int(s, min, max) => GucRegistry::define_int_guc(r.name, r.short, r.long, s, min, max, ctx, flags),
+            Value::Bool(s) => GucRegistry::define_bool_guc(r.name, r.short, r.long, s, ctx, flags),
+        }
+    }
+}
+
+/// The retrieval settings' current values under their keys (see [`Retrieval`]): the base `_fb_settings` merges
+/// the calibrated rows over.
+pub fn retrieval_settings() -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    for r in RETRIEVAL {
+        let value = match r.value {
+            Value::Float(s, ..) => serde_json::json!(s.get()),
+            Value::Int(s, ..) => serde_json::json!(s.get()),
+            Value::Bool(s) => serde_json::json!(s.get()),
+        };
+        for key in r.keys {
+            out.insert(key.to_string(), value.clone());
+        }
+    }
+    out
 }
 
 /// The shared inference worker's settings.

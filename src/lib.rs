@@ -74,6 +74,7 @@ extension_sql_file!(
         "dedup",
         embed::fb_rerank_model,
         retrieve::_fb_rank_notes,
+        retrieve::_fb_retrieval_gucs,
         rerank::_fb_rerank_selective,
         prompt::_fb_build_prompt,
         decide::_fb_input_kind,

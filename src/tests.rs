@@ -382,18 +382,23 @@ mod tests {
         let r = one::<Vec<i32>>(
             "SELECT _fb_rank_notes(ARRAY[0.80, 0.79, 0.50, 0.90]::real[],
                                    ARRAY['2024-01-01', '2025-01-01', '2025-06-01', '2023-01-01']::timestamptz[],
-                                   0.6, NULL, 0.02, 3)",
+                                   _fb_settings('t', '') || '{\"cosine_floor\": 0.6, \"cosine_relative_cut\": -1,
+                                                             \"cosine_tie_margin\": 0.02}', 'cosine', NULL, 3, 20)",
         );
         assert_eq!(r, vec![4, 2, 1]);
         // A relative cut of 0.05 drops what scores more than 0.05 below the best (0.90).
         let r = one::<Vec<i32>>(
             "SELECT _fb_rank_notes(ARRAY[0.80, 0.79, 0.50, 0.90]::real[], ARRAY[now(), now(), now(), now()],
-                                   0.6, 0.05, 0, 3)",
+                                   _fb_settings('t', '') || '{\"cosine_floor\": 0.6, \"cosine_relative_cut\": 0.05,
+                                                             \"cosine_tie_margin\": 0}', 'cosine', NULL, 3, 20)",
         );
         assert_eq!(r, vec![4]);
         // NULL scores (candidates selective reranking skipped) are never returned.
         assert_eq!(
-            one::<Vec<i32>>("SELECT _fb_rank_notes(ARRAY[NULL, 2]::real[], ARRAY[now(), now()], -9, NULL, 0, 3)"),
+            one::<Vec<i32>>(
+                "SELECT _fb_rank_notes(ARRAY[NULL, 2]::real[], ARRAY[now(), now()], _fb_settings('t', ''), 'cosine', -9, 3,
+                                       20)"
+            ),
             vec![2]
         );
     }
@@ -404,18 +409,25 @@ mod tests {
         let scores = one::<Vec<Option<f32>>>(
             "SELECT _fb_rerank_selective('does the HTTP call need a timeout?',
                  ARRAY['Always pass a timeout to HTTP client calls.', 'Use COPY for bulk loads.', 'Bind SQL params.'],
-                 ARRAY[0.9, 0.8, 0.7]::real[], true, 2, 0, 2, 1, 100, 2)",
+                 ARRAY[0.9, 0.8, 0.7]::real[],
+                 _fb_settings('t', '') || '{\"selective\": true, \"rerank_max_pairs\": 2, \"rerank_min_cosine\": 0,
+                     \"rerank_cosine_gap\": 2, \"rerank_stage\": 1, \"rerank_decided\": 100, \"rerank_decided_gap\": 2}')",
         );
         assert!(scores[0].unwrap() > scores[1].unwrap());
         assert_eq!(scores[2], None);
         let scores = one::<Vec<Option<f32>>>(
-            "SELECT _fb_rerank_selective('q', ARRAY['a', 'b'], ARRAY[0.9, 0.3]::real[], true, 10, 0.5)",
+            "SELECT _fb_rerank_selective('q', ARRAY['a', 'b'], ARRAY[0.9, 0.3]::real[],
+                 _fb_settings('t', '') || '{\"selective\": true, \"rerank_max_pairs\": 10, \"rerank_min_cosine\": 0.5,
+                     \"rerank_cosine_gap\": 2, \"rerank_stage\": 1000, \"rerank_decided\": 100}')",
         );
         assert!(scores[0].is_some() && scores[1].is_none());
-        // selective => false scores everything.
+        // Selective reranking off, or no settings (a ranking mode), scores everything.
         let all = one::<Vec<Option<f32>>>(
-            "SELECT _fb_rerank_selective('q', ARRAY['a', 'b'], ARRAY[0.9, 0.3]::real[], false, 1, 0.5)",
+            "SELECT _fb_rerank_selective('q', ARRAY['a', 'b'], ARRAY[0.9, 0.3]::real[],
+                 _fb_settings('t', '') || '{\"selective\": false, \"rerank_max_pairs\": 1, \"rerank_min_cosine\": 0.5}')",
         );
+        assert!(all.iter().all(Option::is_some));
+        let all = one::<Vec<Option<f32>>>("SELECT _fb_rerank_selective('q', ARRAY['a', 'b'], ARRAY[0.9, 0.3]::real[])");
         assert!(all.iter().all(Option::is_some));
     }
 
@@ -656,9 +668,8 @@ mod tests {
         assert!(one::<bool>(&format!("SELECT fb_approve({newer})")));
         assert_eq!(one::<String>(&format!("SELECT status FROM feedback_notes WHERE id = {older}")), "superseded");
         assert_eq!(one::<i64>(&format!("SELECT superseded_by FROM feedback_notes WHERE id = {older}")), newer);
-        let kind = one::<String>(
-            "SELECT fb_compare_notes('Prefer tabs over spaces.', 'Prefer spaces over tabs.') ->> 'kind'",
-        );
+        let kind =
+            one::<String>("SELECT fb_compare_notes('Prefer tabs over spaces.', 'Prefer spaces over tabs.') ->> 'kind'");
         assert_eq!(kind, "swapped_comparison");
     }
 

@@ -20,22 +20,16 @@ fn fb_rerank(query: &str, passages: Array<&str>) -> Vec<Option<f32>> {
 }
 
 /// Selective reranking (see `feedback_core::rank::select`): scores, in stages and through the backend's score
-/// cache, only the candidates the policy selects; NULL for the others. Candidates in first-stage order, with
-/// their cosine similarities. A NULL bound is no bound; `selective => false` scores every candidate at once.
-#[allow(clippy::too_many_arguments)]
+/// cache, only the candidates the settings' policy selects; NULL for the others. Candidates in first-stage order,
+/// with their cosine similarities; `settings` is `_fb_settings(task_type, model)`, NULL scores every candidate
+/// at once (a ranking mode).
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_rerank_selective(
     query: Option<&str>,
     passages: Option<Vec<Option<String>>>,
     cosines: Option<Vec<Option<f32>>>,
-    selective: default!(bool, true),
-    max_pairs: default!(Option<i32>, "NULL"),
-    min_cosine: default!(Option<f32>, "NULL"),
-    cosine_gap: default!(Option<f32>, "NULL"),
-    stage: default!(Option<i32>, "NULL"),
-    decided: default!(Option<f32>, "NULL"),
-    decided_gap: default!(Option<f32>, "NULL"),
+    settings: default!(Option<pgrx::JsonB>, "NULL"),
 ) -> Option<Vec<Option<f32>>> {
     let (query, passages, cosines) = (query?, passages?, cosines?);
     if passages.len() != cosines.len() {
@@ -43,18 +37,9 @@ fn _fb_rerank_selective(
     }
     // Every pass the policy might score, capped before the first stage runs.
     host::check_pairs(query, passages.iter().flatten().map(String::as_str));
-    let all = Selective::ALL;
-    let policy = if selective {
-        Selective {
-            max_pairs: max_pairs.map_or(all.max_pairs, |n| n.max(0) as usize),
-            min_cosine: min_cosine.unwrap_or(all.min_cosine),
-            cosine_gap: cosine_gap.unwrap_or(all.cosine_gap),
-            stage: stage.map_or(all.stage, |n| n.max(1) as usize),
-            decided: decided.unwrap_or(all.decided),
-            decided_gap: decided_gap.unwrap_or(all.decided_gap),
-        }
-    } else {
-        all
+    let policy = match settings {
+        Some(s) => crate::retrieve::settings(s).selective(false),
+        None => Selective::ALL,
     };
     // A NULL passage or cosine is never scored (NaN is never eligible).
     let cos: Vec<f32> = passages.iter().zip(&cosines).map(|(p, c)| p.as_ref().and(*c).unwrap_or(f32::NAN)).collect();

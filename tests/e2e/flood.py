@@ -27,7 +27,7 @@ READER = "fb_flood_r"
 # Readers hold no internal function of retrieval (fb_retrieve and fb_build_prompt run as the extension owner); the
 # caps must hold whoever can call one all the same, so a role an administrator granted them checks those.
 INTERNAL = "fb_flood_internal"
-INTERNAL_FUNCTIONS = "_fb_rerank_selective(text, text[], real[], boolean, integer, real, real, integer, real, real), " \
+INTERNAL_FUNCTIONS = "_fb_rerank_selective(text, text[], real[], jsonb), " \
                      "_fb_build_prompt(text, text[], text[], integer)"
 # Small caps for the test (set per database by the superuser), so over-cap calls stay cheap to send.
 TEXT_CAP = 16 * 1024

@@ -86,7 +86,7 @@ def test_f1_explain_and_leakproof_operators_learn_nothing_of_other_tenants():
 def test_f2_internal_prompt_assembly_is_not_callable_and_public_prompt_input_is_capped():
     with connect(READER) as r:
         expect_error(r, "SELECT _fb_build_prompt('', ARRAY[repeat('word ', 800000)], ARRAY['x'], 2000000000)", "42501")
-        expect_error(r, "SELECT _fb_rerank_selective('q', ARRAY['p'], ARRAY[0.5]::real[], true, 20, 0, 0, 1, 0, 0)",
+        expect_error(r, "SELECT _fb_rerank_selective('q', ARRAY['p'], ARRAY[0.5]::real[], '{}')",
                      "42501")
         expect_error(r, "SELECT fb_build_prompt('q', %s, repeat('word ', 800000))", "54000", (TASK,))
         expect_error(r, "SELECT fb_build_prompt(repeat('word ', 800000), %s)", "54000", (TASK,))

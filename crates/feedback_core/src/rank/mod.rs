@@ -3,6 +3,7 @@
 //! usually supersedes an earlier one). Zero results is a normal answer.
 //!
 //! - [`select`]: which candidates the cross-encoder scores at all (selective reranking).
+//! - [`settings`]: the retrieval settings of one call, as one value, and the cut and policy they make.
 //! - [`metrics`]: what a returned list is worth against graded judgments (fb_eval and calibration).
 //! - [`calibrate`]: choosing floors, cuts and the selective-reranking bounds on golden questions.
 //! - [`code`]: reading code inputs: prose or code, a diff's post-image, segments, identifier words.
@@ -13,6 +14,7 @@ pub mod code;
 pub mod decide;
 pub mod metrics;
 pub mod select;
+pub mod settings;
 
 /// One scored candidate: its relevance score and when the note was created (any monotonic unit).
 #[derive(Debug, Clone, Copy, PartialEq)]
