@@ -4,9 +4,8 @@
 -- Who is acting
 ------------------------------------------------------------------------------------------------------------------
 
--- The role a statement runs for: the SET ROLE role if any, else the session user. Unlike current_user it is the
--- same inside SECURITY DEFINER functions, so provenance, audit rows and the restore check name the caller, not
--- the extension owner.
+-- Not current_user: inside SECURITY DEFINER functions that is the extension owner, and provenance, audit rows
+-- and the restore check must name the caller.
 CREATE FUNCTION _fb_actor() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -14,7 +13,7 @@ CREATE FUNCTION _fb_actor() RETURNS text
 COMMENT ON FUNCTION _fb_actor() IS
     'Internal: the role acting (SET ROLE role, else session user), also inside SECURITY DEFINER functions.';
 
--- The tenants (roles) the acting role belongs to (a superuser: every role). Evaluated once per query.
+-- A superuser is a member of every role. Evaluated once per query.
 CREATE FUNCTION _fb_my_tenants() RETURNS text[]
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -25,7 +24,6 @@ CREATE FUNCTION _fb_my_tenants() RETURNS text[]
 COMMENT ON FUNCTION _fb_my_tenants() IS
     'Internal: names of the roles the acting role is a member of (its tenants).';
 
--- Whether the acting role may see or change a note of this tenant: shared notes (NULL) belong to everyone.
 CREATE FUNCTION _fb_tenant_allowed(tenant text) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -35,12 +33,9 @@ CREATE FUNCTION _fb_tenant_allowed(tenant text) RETURNS boolean
 COMMENT ON FUNCTION _fb_tenant_allowed(text) IS
     'Internal: true for a shared note (tenant NULL) or when the acting role is a member of the tenant role.';
 
--- Whether an inserted row comes back from a dump or an export instead of being a new note, and whose trust it
--- gets. 'superuser': a superuser's row that carries its content_hash (a field only the server sets, which every
--- dump carries) or any superuser row with pg_feedback.restore_mode on; it is kept exactly as sent (pg_dump
--- restores are faithful with nothing to set). 'reviewer': a member of feedback_reviewer with restore_mode on; its
--- rows keep their text, vectors, status, timestamps and counts, but the server assigns the id and the content
--- hash, and each statement leaves an audit row. NULL: a new note, whatever the row carries.
+-- content_hash marks a restored row because only the server sets it and every dump carries it. A superuser's row
+-- is kept exactly as sent: pg_dump restores are faithful with nothing to set. A reviewer's rows keep their text,
+-- vectors, status, timestamps and counts.
 CREATE FUNCTION _fb_restoring(content_hash text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp

@@ -31,12 +31,9 @@ COMMENT ON TABLE feedback_pending_reports IS
     'Internal: re-submissions of stored notes seen by the insert trigger of the current statement, counted by its '
     'AFTER trigger (transaction-local rows, never visible to users).';
 
--- Re-submitting the same note counts a report on the stored row (its latest wrong_answer and source). SECURITY
--- DEFINER because writers have no UPDATE right; it cleans the note itself, so calling it directly can do no more
--- than submitting. Returns the cleaned note when none is stored yet (the insert trigger stores it), NULL when the
--- note is stored: the report is then counted by the statement's AFTER trigger (feedback_pending_reports). The note
--- is cleaned once per row; the source is kept as it will be stored (redacted; NULL: keep the stored one). Only the
--- insert trigger may call it: a report noted outside a statement would never be counted.
+-- SECURITY DEFINER because writers have no UPDATE right; it cleans the note itself, so calling it directly can do
+-- no more than submitting. The note is cleaned once per row. Only the insert trigger may call it: a report noted
+-- outside a statement would never be counted.
 CREATE FUNCTION _fb_resubmit(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -64,11 +61,9 @@ COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
     'Internal: notes a re-submission of the stored note with the same content (counted by the statement''s AFTER '
     'trigger) and returns NULL; when no such note is stored, returns the note cleaned for storing.';
 
--- Counts the re-submissions this transaction's current statement noted (feedback_pending_reports) on the stored
--- notes, in content-hash order, with the caller holding their near-duplicate locks: report_count grows by the number
--- of reports, wrong_answer, source and context take the latest non-blank ones. A purged note counts the report but takes no
--- text: its text was removed on purpose. A report on a note that is not active leaves its status alone (a reviewer
--- decides) and says so in a NOTICE.
+-- In content-hash order, with the caller holding their near-duplicate locks. A purged note counts the report but
+-- takes no text: its text was removed on purpose. A report on a note that is not active leaves its status alone
+-- (a reviewer decides) and says so in a NOTICE.
 CREATE FUNCTION _fb_count_reports() RETURNS integer
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -128,11 +123,10 @@ END $$;
 COMMENT ON FUNCTION _fb_count_reports() IS
     'Internal: counts the re-submissions noted by the current statement on their stored notes (AFTER INSERT).';
 
--- Takes the near-duplicate lock of each (tenant, task_type) ('' for shared notes), creating it if need be, in one
--- sorted order, until the end of the transaction. The lock row is also written, not only locked: a REPEATABLE READ
--- or SERIALIZABLE transaction whose snapshot predates another one's ingest into the same (tenant, task_type) then
--- fails to take it (serialization_failure, retry) instead of checking against notes it cannot see. Only there is
--- the failure caught to add a hint (a subtransaction): READ COMMITTED ingests, the common case, open none.
+-- The lock row is also written, not only locked: a REPEATABLE READ or SERIALIZABLE transaction whose snapshot
+-- predates another one's ingest into the same (tenant, task_type) then fails to take it (serialization_failure,
+-- retry) instead of checking against notes it cannot see. Only there is the failure caught to add a hint (a
+-- subtransaction): READ COMMITTED ingests, the common case, open none.
 CREATE FUNCTION _fb_lock_dedup(tenants text[], task_types text[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -180,9 +174,7 @@ END $$;
 COMMENT ON FUNCTION _fb_take_dedup_locks(text[], text[]) IS
     'Internal: the locking and writing of _fb_lock_dedup, without its error handling.';
 
--- The comparison of a newer lesson with an older one of a task_type (feedback_core::dedup): the residual texts
--- (what each says apart from what both share) embedded by the model, and the lessons too unless their cosine is
--- given. Used by the ingest merge and fb_compare_notes.
+-- The comparison is feedback_core::dedup's. Used by the ingest merge and fb_compare_notes.
 CREATE FUNCTION _fb_compare_neighbours(olders text[], newer text, similarities double precision[],
                                        model text DEFAULT NULL) RETURNS jsonb[]
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -247,8 +239,7 @@ COMMENT ON FUNCTION fb_compare_notes(text, text, text) IS
     '(each change found: negation, no_longer, swapped_comparison, changed_number, changed_bound, changed_version, '
     'changed_identifier, scope_change, antonym, with the words on each side) and why.';
 
--- The cosine at or above which a neighbour is compared: pg_feedback.compare_threshold, and never below the
--- comparison model's own bound (under it the comparison can only answer distinct).
+-- Never below the comparison model's own bound: under it the comparison can only answer distinct.
 CREATE FUNCTION _fb_compare_bound() RETURNS double precision
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -257,9 +248,6 @@ COMMENT ON FUNCTION _fb_compare_bound() IS
     'Internal: the cosine at which a neighbour is compared with a note (pg_feedback.compare_threshold, at least the '
     'comparison model''s bound).';
 
--- The (at most three) nearest active notes a note is compared with: same task_type and tenant, at or above
--- _fb_compare_bound(), older than the note (a lower id), or, with batch, any note outside that batch; nearest
--- first, as arrays for _fb_compare_neighbours.
 CREATE FUNCTION _fb_near_neighbours(q vector(384), p_task_type text, p_tenant text, note_id bigint, model text,
                                     batch bigint[] DEFAULT NULL,
                                     OUT ids bigint[], OUT lessons text[], OUT similarities double precision[])
@@ -278,15 +266,9 @@ CREATE FUNCTION _fb_near_neighbours(q vector(384), p_task_type text, p_tenant te
 COMMENT ON FUNCTION _fb_near_neighbours(vector, text, text, bigint, text, bigint[]) IS
     'Internal: the nearest active notes a note is compared with (older ones, or outside its batch), as arrays.';
 
--- Near-duplicates and revisions, for new (or just approved) active notes: each is compared with its nearest active
--- neighbours of the same task_type and tenant (cosine at least pg_feedback.compare_threshold and the comparison
--- model's bound, active model), nearest first. A rewording (verdict duplicate) is merged: the older note counts
--- the report (report_count, the reporter in feedback_note_merges) and keeps its text, source and created_by. A
--- revision supersedes the older per pg_feedback.revisions: review holds the newer note pending ("revises #id"; the
--- older stays live until fb_approve), newest makes the older superseded at once, keep_both records it and keeps
--- both. Anything else stays. The near-duplicate locks of the rows' (tenant, task_type) are taken first, in sorted
--- order, so under READ COMMITTED a second transaction adding a near-duplicate sees the first and compares with it;
--- under REPEATABLE READ and SERIALIZABLE it cannot see the first: taking the lock then fails with
+-- Also run for just approved notes. The near-duplicate locks of the rows' (tenant, task_type) are taken first, in
+-- sorted order, so under READ COMMITTED a second transaction adding a near-duplicate sees the first and compares
+-- with it; under REPEATABLE READ and SERIALIZABLE it cannot see the first: taking the lock then fails with
 -- serialization_failure (retry), never a silent duplicate.
 CREATE FUNCTION _fb_merge_near_duplicates(ids bigint[]) RETURNS integer
     LANGUAGE plpgsql
@@ -379,7 +361,6 @@ COMMENT ON FUNCTION _fb_merge_near_duplicates(bigint[]) IS
     '(fb_compare_notes, active model): merges rewordings, records revisions and supersedes per '
     'pg_feedback.revisions. Runs inside the insert trigger with the owner''s rights.';
 
--- The older note leaves retrieval: the newer one, now live, revises it. Audited.
 CREATE FUNCTION _fb_supersede(older bigint, newer bigint) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp

@@ -20,7 +20,6 @@ COMMENT ON TABLE feedback_golden IS
 COMMENT ON COLUMN feedback_golden.split IS
     'tune or test; NULL on insert takes _fb_split_of(query), a fixed half of all texts.';
 
--- A fixed, documented half of all texts: tune when the first byte of md5(query) is even, else test.
 CREATE FUNCTION _fb_split_of(query text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
     SET search_path = pg_catalog, pg_temp
@@ -54,7 +53,6 @@ COMMENT ON TABLE feedback_golden_judgments IS
     'Graded judgments of golden questions: 2 = the lesson for it, 1 = helpful, 0 = not relevant (injecting it '
     'misleads; also what an unjudged note counts as). A question''s expected_id counts as grade 2.';
 
--- Every judged (question, note, grade): feedback_golden_judgments and expected_id (grade 2), the higher wins.
 CREATE FUNCTION _fb_golden_grades(p_split text DEFAULT NULL)
     RETURNS TABLE (golden_id bigint, note_ids bigint[], grades smallint[])
     LANGUAGE sql STABLE
@@ -72,9 +70,8 @@ CREATE FUNCTION _fb_golden_grades(p_split text DEFAULT NULL)
          GROUP BY x.golden_id;
     END;
 
--- The golden questions fb_eval and fb_calibrate score: every manual one, and a judged one once some note was
--- judged helpful for it (a judged question only knows the notes that were judged: "misleading" alone does not
--- make it a question no note answers).
+-- What fb_eval and fb_calibrate score. A judged question only knows the notes that were judged: "misleading"
+-- alone does not make it a question no note answers.
 CREATE FUNCTION _fb_golden_questions(p_split text DEFAULT NULL)
     RETURNS SETOF feedback_golden
     LANGUAGE sql STABLE

@@ -18,9 +18,9 @@ COMMENT ON TABLE feedback_embedding_slots IS
     'is active. Empty until the first note: the database then pins pg_feedback.embedding_model in slot 1. Changed '
     'only by fb_reembed and fb_switch_model (superuser).';
 
--- The active slot and model, in one read. Before the first vector is stored: slot 1 and the key of the model
--- pg_feedback.embedding_model names (the call also loads the library, so settings are defined when callers read
--- them). A set-returning function, so a query that joins it reads the slots once, not per row.
+-- Before the first vector is stored: slot 1 and the key of the model pg_feedback.embedding_model names (the call
+-- also loads the library, so settings are defined when callers read them). A set-returning function, so a query
+-- that joins it reads the slots once, not per row.
 CREATE FUNCTION _fb_active() RETURNS TABLE (slot smallint, model text)
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -36,23 +36,20 @@ CREATE FUNCTION _fb_active_model() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN (SELECT a.model FROM _fb_active() a);
--- The slot holding a model's vectors: the active slot for the active model, else the standby slot assigned to
--- it; NULL when no slot holds it.
 CREATE FUNCTION _fb_slot_of(model text) RETURNS smallint
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN (SELECT CASE WHEN a.model = $1 THEN a.slot
                         ELSE (SELECT s.slot FROM feedback_embedding_slots s WHERE s.model = $1 AND NOT s.active) END
               FROM _fb_active() a);
--- A model as callers name it (a folder name, or a key name@sha256) turned into its key; NULL: the active model.
 CREATE FUNCTION _fb_resolve_model(model text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN CASE WHEN model IS NULL THEN _fb_active_model()
                 WHEN strpos(model, '@') > 0 THEN model
                 ELSE _fb_model_key(_fb_normalize(model)) END;
--- Pins the default model in slot 1 when the database has none yet (the first vector stored). SECURITY DEFINER:
--- a restoring reviewer embeds too; it can pin only what pg_feedback.embedding_model (superuser-set) names.
+-- SECURITY DEFINER: a restoring reviewer embeds too; it can pin only what pg_feedback.embedding_model
+-- (superuser-set) names.
 CREATE FUNCTION _fb_pin_model() RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp

@@ -89,14 +89,13 @@ COMMENT ON COLUMN feedback_notes.search_vector IS
     'Full-text lexemes of lesson and correction (English), generated; the second candidate source of fb_retrieve '
     'when pg_feedback.hybrid is on.';
 
--- The next note id. SECURITY DEFINER: writers need no right on the sequence, and cannot take ids themselves.
+-- SECURITY DEFINER: writers need no right on the sequence, and cannot take ids themselves.
 CREATE FUNCTION _fb_next_note_id() RETURNS bigint
     LANGUAGE sql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN nextval('feedback_notes_id_seq');
 COMMENT ON FUNCTION _fb_next_note_id() IS 'Internal: the id of a new note (feedback_notes_id_seq).';
 
--- A note's vector in a slot, and whether the slot holds a vector computed by a model.
 CREATE FUNCTION _fb_vector(n feedback_notes, slot smallint) RETURNS vector(384)
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -110,7 +109,6 @@ COMMENT ON FUNCTION _fb_vector(feedback_notes, smallint) IS 'Internal: a note''s
 COMMENT ON FUNCTION _fb_has_vector(feedback_notes, smallint, text) IS
     'Internal: whether a note''s slot holds a vector computed by a model.';
 
--- A note with a vector (computed by model) in a slot.
 CREATE FUNCTION _fb_with_vector(n feedback_notes, slot smallint, vec vector, model text) RETURNS feedback_notes
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -128,8 +126,7 @@ END $$;
 COMMENT ON FUNCTION _fb_with_vector(feedback_notes, smallint, vector, text) IS
     'Internal: a note with a vector of a model in a slot.';
 
--- Stores vectors of model (one per id) in a slot. With docs (the texts they were made from), a note whose
--- embedded text changed since is skipped: it keeps the vector its edit gave it. Returns how many were stored.
+-- A skipped note (its embedded text changed since docs) keeps the vector its edit gave it.
 CREATE FUNCTION _fb_store_vectors(ids bigint[], vectors vector[], slot smallint, model text, docs text[] DEFAULT NULL)
     RETURNS integer
     LANGUAGE plpgsql
@@ -153,10 +150,9 @@ END $$;
 COMMENT ON FUNCTION _fb_store_vectors(bigint[], vector[], smallint, text, text[]) IS
     'Internal: writes vectors of a model into a slot (skipping notes whose embedded text changed since docs).';
 
--- The active slot and model for a write that stores vectors: pins the default model if none is pinned yet, and
--- holds a share lock on the active slot's row until the transaction ends, so fb_switch_model cannot flip the slot
--- between this read and the write (a writer whose snapshot predates a switch gets a serialization error instead
--- of storing a vector of the old model). SECURITY DEFINER: writers have no UPDATE right on the slots.
+-- The share lock on the active slot's row lasts until the transaction ends, so fb_switch_model cannot flip the
+-- slot between this read and the write (a writer whose snapshot predates a switch gets a serialization error
+-- instead of storing a vector of the old model). SECURITY DEFINER: writers have no UPDATE right on the slots.
 CREATE FUNCTION _fb_lock_active_model() RETURNS TABLE (slot smallint, model text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -168,8 +164,7 @@ END $$;
 COMMENT ON FUNCTION _fb_lock_active_model() IS
     'Internal: the active slot and model, pinned if need be and share-locked until the end of the transaction.';
 
--- What readers see of the notes: active notes of their tenants and shared ones, with the vector of the active
--- model. A set-returning function in PL/pgSQL filters by tenant before it returns a row: the planner cannot push a
+-- A set-returning function in PL/pgSQL filters by tenant before it returns a row: the planner cannot push a
 -- caller's qual (even a LEAKPROOF one, such as = or starts_with) below that filter, so neither EXPLAIN (ANALYZE)
 -- nor "Rows Removed by Filter" nor a caller's function sees another tenant's rows, not even their number. (A
 -- security_barrier view still lets leakproof quals run before its own filter; row-level security on the table
@@ -209,9 +204,9 @@ COMMENT ON VIEW feedback_active_notes IS
     'other tenants are filtered out before the caller''s conditions run, so no query or EXPLAIN over the view '
     'learns anything of them. Retrieval reads the same notes.';
 
--- A pg_feedback setting's value. The settings exist once the library is loaded, which the first call of one of its
--- C functions does: without shared_preload_libraries a session whose first call is a SQL function reading a
--- setting (fb_eval, fb_eval_ann, fb_approve) would otherwise fail with "unrecognized configuration parameter".
+-- The settings exist once the library is loaded, which the first call of one of its C functions does: without
+-- shared_preload_libraries a session whose first call is a SQL function reading a setting (fb_eval, fb_eval_ann,
+-- fb_approve) would otherwise fail with "unrecognized configuration parameter".
 CREATE FUNCTION _fb_setting(name text) RETURNS text
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -291,9 +286,7 @@ CREATE TRIGGER feedback_audit_no_truncate BEFORE TRUNCATE ON feedback_audit
 -- Write path
 ------------------------------------------------------------------------------------------------------------------
 
--- A note with the server's cleaning applied (Rust: _fb_clean_note, and _fb_clean_field for the source): blank or
--- oversized fields refused, secrets redacted and each kind recorded, task_type and tenant normalised, content
--- hashed from the redacted content (and tenant), every field screened. Used by the insert and update triggers.
+-- Used by the insert and update triggers.
 CREATE FUNCTION _fb_cleaned(n feedback_notes) RETURNS feedback_notes
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -326,18 +319,16 @@ COMMENT ON FUNCTION _fb_clean_field(text, text) IS
     'Internal: one field a note stores apart from _fb_clean_note (its source), redacted and screened in one call: '
     'the text, the kinds of secret replaced, the findings tagged with the field.';
 
--- A cleaned note's source (provenance, already redacted by _fb_cleaned, which records its redactions) as
--- stored: whitespace normalised, 'review_ui' when blank.
+-- No redaction here: _fb_cleaned already redacted the source and recorded its redactions.
 CREATE FUNCTION _fb_source(source text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     RETURN coalesce(nullif(_fb_normalize(source), ''), 'review_ui');
 COMMENT ON FUNCTION _fb_source(text) IS 'Internal: a cleaned source as stored (normalised, review_ui when blank).';
 
--- BEFORE INSERT, per row: the server sets every field the client must not choose. A row that comes back from a
--- dump (see _fb_restoring) is kept as sent. SECURITY DEFINER, so that writers need EXECUTE on none of the internal
--- functions it calls (the id counter, re-submission, cleaning): a trigger fires whatever the inserting role may
--- execute. Every check still names the caller (_fb_actor).
+-- SECURITY DEFINER, so that writers need EXECUTE on none of the internal functions it calls (the id counter,
+-- re-submission, cleaning): a trigger fires whatever the inserting role may execute. Every check still names the
+-- caller (_fb_actor).
 CREATE FUNCTION _fb_notes_before_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -415,10 +406,8 @@ BEGIN
     RETURN NEW;
 END $$;
 
--- AFTER INSERT, per statement, with the extension owner's rights: embed every new row in batched model runs
--- (grouped into UPDATEs of at most 1024 rows) into the active slot, take the near-duplicate locks, count the
--- re-submissions the insert trigger noted, record held notes in the audit trail, merge near-duplicates. For
--- restored rows (they carry a vector, or are purged) the id sequence is only moved past their ids.
+-- Also takes the near-duplicate locks and counts the re-submissions the insert trigger noted. Restored rows are
+-- those that carry a vector, or are purged.
 CREATE FUNCTION _fb_notes_after_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -502,11 +491,10 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- BEFORE UPDATE of the content, per row (only the owner and superusers may UPDATE): the same cleaning as an
--- insert (redaction, screening, content hash); the id stays, so merges, golden questions and audit rows still
--- point at the note. A new vector of the active model when the embedded text changed; the other slot's vector
--- is then stale and goes (fb_reembed or fb_switch_model recompute it). A change of wrong_answer alone (a counted
--- re-submission) or of the context is only redacted: the identity, screening and vectors stay.
+-- Only the owner and superusers may UPDATE. The id stays, so merges, golden questions and audit rows still point
+-- at the note. When the embedded text changed, the other slot's vector is stale and goes (fb_reembed or
+-- fb_switch_model recompute it). A change of wrong_answer alone (a counted re-submission) or of the context is
+-- only redacted: the identity, screening and vectors stay.
 CREATE FUNCTION _fb_notes_before_update() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -584,8 +572,7 @@ CREATE TYPE fb_note_input AS (
 );
 COMMENT ON TYPE fb_note_input IS 'One note for fb_ingest_batch; a NULL source means ''review_ui''.';
 
--- What became of submitted notes, by content hash: the stored note's id and status, or the note it was merged
--- into. SECURITY DEFINER: writers cannot read feedback_notes; it reveals only the id and status of content they
+-- SECURITY DEFINER: writers cannot read feedback_notes; it reveals only the id and status of content they
 -- submitted.
 CREATE FUNCTION _fb_ingest_outcomes(hashes text[])
     RETURNS TABLE (content_hash text, id bigint, status text, into_id bigint)

@@ -25,8 +25,7 @@ COMMENT ON TABLE feedback_reembed_runs IS
     'One row per CALL fb_reembed: the model, the slot it fills, the backend, and how far it got (committed with '
     'every batch). feedback_reembed_progress shows it with rate and ETA.';
 
--- Whether the backend that started a run at started_at is still running that statement (the CALL began before the
--- run, and is still active). SECURITY DEFINER: pg_stat_activity shows another role's state only to its members.
+-- SECURITY DEFINER: pg_stat_activity shows another role's state only to its members.
 CREATE FUNCTION _fb_reembed_running(pid integer, started_at timestamptz) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -78,9 +77,8 @@ COMMENT ON VIEW feedback_embedding_status IS
     'model no slot holds), how many notes (not purged) it has vectors for, and how many it lacks. The active '
     'model''s notes_missing are invisible to retrieval until embedded (fb_reembed).';
 
--- The first step of fb_reembed: the model's key, the slot it fills and a run row. Another model goes to the
--- standby slot (assigned to it). The active model fills its own slot's gaps: notes restored without a vector of
--- it, or left from an update of an older version whose model is no longer installed.
+-- Another model goes to the standby slot (assigned to it). The active model fills its own slot's gaps: notes
+-- restored without a vector of it, or left from an update of an older version whose model is no longer installed.
 CREATE FUNCTION _fb_reembed_start(model text, batch_size integer)
     RETURNS TABLE (run_id bigint, key text, slot smallint)
     LANGUAGE plpgsql
@@ -123,11 +121,9 @@ END $$;
 COMMENT ON FUNCTION _fb_reembed_start(text, integer) IS
     'Internal: first step of fb_reembed (the model''s key, the slot it fills, a progress row).';
 
--- One batch of fb_reembed: the next notes (by id, after after_id) whose vector in the slot is missing or of
--- another model, embedded in batched model runs and written to the slot. No row is locked while the model runs:
--- a note edited meanwhile (its embedded text changed) is skipped here, keeps the vector its edit gave it, and is
--- picked up by a later run or the switch. Refuses when the slot was given to another model meanwhile. Returns
--- how many notes were read, how many written, and the last id read.
+-- No row is locked while the model runs: a note edited meanwhile (its embedded text changed) is skipped here,
+-- keeps the vector its edit gave it, and is picked up by a later run or the switch. Returns how many notes were
+-- read, how many written, and the last id read.
 CREATE FUNCTION _fb_reembed_step(run_id bigint, key text, slot smallint, after_id bigint, batch_size integer)
     RETURNS TABLE (done integer, written integer, last_id bigint)
     LANGUAGE plpgsql

@@ -45,11 +45,9 @@ CREATE FUNCTION _fb_settings_metadata() RETURNS text[]
 COMMENT ON FUNCTION _fb_settings_metadata() IS
     'Internal: the columns of feedback_retrieval_settings that say where a row comes from, not how to retrieve.';
 
--- The settings fb_retrieve applies for a task_type and embedding model, as one value (one jsonb that
--- _fb_rank_notes and _fb_rerank_selective read whole, feedback_core::rank::settings): the pg_feedback.* settings
--- (_fb_retrieval_gucs), then the '*' row, then the task_type's row, each column only where it is not NULL. A row
+-- One value that _fb_rank_notes and _fb_rerank_selective read whole (feedback_core::rank::settings). A row
 -- calibrated with another embedding model or cross-encoder does not apply: its floors and bounds are in that
--- model's scale. pg_feedback.rerank = off turns reranking off whatever a row says.
+-- model's scale.
 CREATE FUNCTION _fb_settings(p_task_type text, p_model text) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, @extschema@, pg_temp
@@ -97,7 +95,6 @@ COMMENT ON TABLE feedback_retrievals IS
     'returned note ids in rank order with the scores that ranked them, scored_by, and the models. fb_judge marks '
     'returned notes helpful or misleading.';
 
--- Records one retrieval; NULL when the log is off or cannot be written here (standby, read-only transaction).
 -- Only fb_retrieve (SECURITY DEFINER) calls it: no role is granted EXECUTE, so the log holds only what
 -- fb_retrieve computed. As a second line it accepts only what fb_retrieve could have returned to the acting role:
 -- active notes of that task_type it may see, at most 1000 of them, one score each, a known scorer.
@@ -138,8 +135,7 @@ COMMENT ON FUNCTION _fb_log_retrieval(text, text, bigint[], real[], text, text, 
     'Internal: records a retrieval in feedback_retrievals (query redacted); NULL on a standby or in a read-only '
     'transaction.';
 
--- The learned decision for code inputs searched with an embedding model: fb_calibrate's (the '*' row), else the
--- shipped one if it was fitted for that model; NULL: none (code inputs then take the prose path).
+-- NULL: code inputs then take the prose path.
 CREATE FUNCTION _fb_decision(p_model text) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, @extschema@, pg_temp

@@ -2,8 +2,8 @@
 -- change recorded in feedback_audit. These run with the extension owner's rights (SECURITY DEFINER): callers need
 -- no UPDATE on any table, only EXECUTE, which feedback_reviewer holds.
 
--- Moves one note from one of the statuses in from_status to to_status, with an audit row. A note of a tenant the
--- acting role is not a member of is treated as missing. Returns false when the note is in another status.
+-- A note of a tenant the acting role is not a member of is treated as missing. Returns false when the note is in
+-- another status.
 CREATE FUNCTION _fb_set_status(note_id bigint, from_status text[], to_status text, action text, reason text)
     RETURNS boolean
     LANGUAGE plpgsql
@@ -174,9 +174,7 @@ COMMENT ON FUNCTION fb_deprecate_stale(interval, text) IS
     'Reviewer (or a periodic job): deprecates active notes not reported again (updated_at) for older_than, of one '
     'task_type or all; returns how many. Each is audited.';
 
--- Removes one note's text everywhere for a reason: the note (status purged, the row and its id stay) and the merge
--- records folded into it, all of them (merges_of NULL) or only those one role submitted. Audited; returns the
--- merge records cleared. A note of a tenant the acting role is not a member of is treated as missing.
+-- A note of a tenant the acting role is not a member of is treated as missing. Returns the merge records cleared.
 CREATE FUNCTION _fb_purge_note(note_id bigint, why text, action text, merges_of text DEFAULT NULL)
     RETURNS integer
     LANGUAGE plpgsql

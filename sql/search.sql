@@ -2,8 +2,6 @@
 -- role may see and only vectors of one model are compared: exact below pg_feedback.exact_scan_limit, else the slot's
 -- HNSW index (iterative scan); full-text candidates for the hybrid first stage; the candidates of a code input.
 
--- The vector column (slot) holding a model's vectors (default: the active model) and the model's key; NULL
--- column when no slot holds that model.
 CREATE FUNCTION _fb_vector_column(model text, OUT key text, OUT vec text)
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -18,8 +16,6 @@ CREATE FUNCTION _fb_vector_column(model text, OUT key text, OUT vec text)
 COMMENT ON FUNCTION _fb_vector_column(text) IS
     'Internal: the key of a model (default: the active one) and the feedback_notes column holding its vectors.';
 
--- Which notes a candidate search may return, as a WHERE condition over feedback_notes f with parameters
--- $3 model key, $4 scoped, $5 tenant, $6 tenants (the caller's EXECUTE passes them in those positions).
 CREATE FUNCTION _fb_candidate_filter(vec text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, pg_temp
@@ -31,14 +27,11 @@ COMMENT ON FUNCTION _fb_candidate_filter(text) IS
     'embedded by the model in that slot, a '
     'tenant the acting role may see), for EXECUTE with parameters $3 model key, $4 scoped, $5 tenant, $6 tenants.';
 
--- Nearest active notes of one task_type among those the acting role may see (shared ones and its tenants'), with
--- what retrieval shows of them, compared only with vectors of one model (default: the active one) in the slot that
--- holds it. Exact when the task_type holds at most pg_feedback.exact_scan_limit such notes (perfect recall, cheap
--- for small sets); otherwise the slot's HNSW index with pgvector's iterative scan, so a selective filter
--- (task_type, tenant) still yields k candidates. scoped => true restricts to notes of exactly p_tenant (NULL:
--- shared notes), for near-duplicate merging. SECURITY DEFINER: readers have no right on feedback_notes, and a view
--- over it could not use the HNSW index for ordering (a security-barrier view is never flattened). The slot's
--- column names come from a fixed list, so the dynamic SQL takes no caller text.
+-- Exact up to pg_feedback.exact_scan_limit notes: perfect recall, cheap for small sets. The HNSW path uses
+-- pgvector's iterative scan so that a selective filter (task_type, tenant) still yields k candidates. scoped is for
+-- near-duplicate merging. SECURITY DEFINER: readers have no right on feedback_notes, and a view over it could not
+-- use the HNSW index for ordering (a security-barrier view is never flattened). The slot's column names come from
+-- a fixed list, so the dynamic SQL takes no caller text.
 CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto',
                                p_tenant text DEFAULT NULL, scoped boolean DEFAULT false, model text DEFAULT NULL)
     RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz)
@@ -99,8 +92,7 @@ COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, t
     'active one). mode auto: exact for small sets, HNSW iterative scan otherwise (see pg_feedback.exact_scan_limit); '
     'exact or ann force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
 
--- A question as full-text search terms: its English lexemes, any of which may match (plainto_tsquery joins them
--- with AND, which natural-language questions rarely satisfy). NULL when the question has no lexeme.
+-- Not plainto_tsquery as is: it joins the lexemes with AND, which natural-language questions rarely satisfy.
 CREATE FUNCTION _fb_search_terms(query text) RETURNS tsquery
     LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
     SET search_path = pg_catalog, @extschema@, pg_temp
@@ -108,9 +100,7 @@ CREATE FUNCTION _fb_search_terms(query text) RETURNS tsquery
 COMMENT ON FUNCTION _fb_search_terms(text) IS
     'Internal: the lexemes of a question OR-ed into a tsquery (NULL if none), for full-text candidates.';
 
--- The k active notes of a task_type that best match full-text terms (ts_rank_cd over lesson + correction), with
--- their distance to q in the model's vector space, among the notes the acting role may see. SECURITY DEFINER
--- as _fb_candidates.
+-- SECURITY DEFINER as _fb_candidates.
 CREATE FUNCTION _fb_lexical_candidates(q vector(384), terms tsquery, p_task_type text, k integer,
                                        model text DEFAULT NULL)
     RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz,
@@ -141,8 +131,6 @@ COMMENT ON FUNCTION _fb_lexical_candidates(vector, tsquery, text, integer, text)
     'lesson + correction best match the terms (ts_rank_cd), with their distance to the query vector, among those '
     'the acting role may see.';
 
--- The first stage: the candidate_k nearest notes, fused by reciprocal rank with the best full-text matches when
--- pg_feedback.hybrid is on; best first, with their cosine similarity.
 CREATE FUNCTION _fb_first_stage(query text, q vector(384), p_task_type text, candidate_k integer, model text)
     RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
                    fused double precision, source text)
@@ -180,10 +168,8 @@ COMMENT ON FUNCTION _fb_first_stage(text, vector, text, integer, text) IS
     'pg_feedback.hybrid the pg_feedback.hybrid_candidates best full-text matches, fused by reciprocal rank '
     '(1 / (pg_feedback.rrf_k + rank) summed over both lists); source says which list found each.';
 
--- A code input's candidates, nearest first, with what the decision reads: the best cosine of any of the input's
--- vectors (the whole input, a diff's post-image, line windows), the note's text and its context. Dense only: the
--- full-text stage ORs every lexeme of a 25-line input (100-190 ms at 100,000 notes) and the decision reads the
--- candidates' words itself.
+-- Dense only: the full-text stage ORs every lexeme of a 25-line input (100-190 ms at 100,000 notes) and the
+-- decision reads the candidates' words itself.
 CREATE FUNCTION _fb_code_candidates(query text, vectors vector[], p_task_type text, candidate_k integer, model text)
     RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
                    segment real, doc text, context text)
