@@ -13,16 +13,13 @@
 Run by make test against the end-to-end server: python tests/e2e/code_inputs.py PORT PG_BINDIR
 """
 
-import os
-import subprocess
 import sys
 
-from harness import connect as _connect, ensure_roles, expect_error, fresh_database, one, run_tests
+from harness import connect as _connect, ensure_roles, expect_error, fresh_database, load_sample, one, run_tests
 
 PORT = int(sys.argv[1])
 BINDIR = sys.argv[2]
 DB = "fb_code"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REVIEWER, READER, WRITER = "fb_c_reviewer", "fb_c_reader", "fb_c_writer"
 
 # 0.7.0 on the held-out authors (E, F), shipped decision, notes with their contexts: measured 0.423 / 0.658 / 0.383.
@@ -44,21 +41,11 @@ def connect(user="postgres", autocommit=True):
     return _connect(PORT, DB, user=user, autocommit=autocommit)
 
 
-def psql(*args):
-    subprocess.run([os.path.join(BINDIR, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
-                    "-p", str(PORT), "-U", "postgres", "-d", DB, *args], check=True)
-
-
 def setup():
     fresh_database(PORT, DB)
     ensure_roles(PORT, (REVIEWER, READER, WRITER), (),
                  [("feedback_reviewer", [REVIEWER]), ("feedback_reader", [READER]), ("feedback_writer", [WRITER])])
-    psql("-c", f"\\copy feedback_notes (task_type, wrong_answer, correction, lesson, source) FROM "
-               f"'{ROOT}/data/sample_notes.csv' WITH (FORMAT csv, HEADER true)",
-         "-v", f"sample_contexts={ROOT}/data/sample_contexts.csv", "-f", f"{ROOT}/data/load_contexts.sql",
-         "-v", f"golden_questions={ROOT}/data/golden_questions.csv",
-         "-v", f"golden_judgments={ROOT}/data/golden_judgments.csv", "-f", f"{ROOT}/data/load_golden.sql",
-         "-v", f"golden_code={ROOT}/data/golden_code", "-f", f"{ROOT}/data/load_golden_code.sql")
+    load_sample(PORT, DB, BINDIR)
 
 
 def eval_rows(conn):

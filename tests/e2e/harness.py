@@ -1,5 +1,7 @@
 """Shared by the end-to-end scripts: connections to the test server and a tiny test runner (TAP-like lines)."""
 
+import os
+import subprocess
 import sys
 import time
 
@@ -58,6 +60,23 @@ def fresh_database(port, db, connect=connect):
     with connect(port, db) as c:
         c.execute("SET client_min_messages = warning")
         c.execute("CREATE EXTENSION pg_feedback CASCADE")
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_sample(port, db, bindir):
+    """The sample notes, their contexts, the golden questions and code inputs, loaded as scripts/demo.sh does."""
+    subprocess.run(
+        [os.path.join(bindir, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port),
+         "-U", "postgres", "-d", db,
+         "-c", f"\\copy feedback_notes (task_type, wrong_answer, correction, lesson, source) FROM "
+               f"'{ROOT}/data/sample_notes.csv' WITH (FORMAT csv, HEADER true)",
+         "-v", f"sample_contexts={ROOT}/data/sample_contexts.csv", "-f", f"{ROOT}/data/load_contexts.sql",
+         "-v", f"golden_questions={ROOT}/data/golden_questions.csv",
+         "-v", f"golden_judgments={ROOT}/data/golden_judgments.csv", "-f", f"{ROOT}/data/load_golden.sql",
+         "-v", f"golden_code={ROOT}/data/golden_code", "-f", f"{ROOT}/data/load_golden_code.sql"],
+        check=True, stdout=subprocess.DEVNULL)
 
 
 def run_tests(name, tests):

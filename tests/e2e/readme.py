@@ -32,14 +32,13 @@ Run by make test against the end-to-end server: python tests/e2e/readme.py PORT 
 
 import os
 import re
-import subprocess
 import sys
 
 import psycopg
 import psycopg.postgres
 from psycopg.adapt import Loader
 
-from harness import connect as _connect, one, run_tests
+from harness import connect as _connect, load_sample, one, run_tests
 
 PORT = int(sys.argv[1])
 BINDIR = sys.argv[2]
@@ -248,21 +247,6 @@ def session(role):
     return conn
 
 
-def psql(*args):
-    subprocess.run([os.path.join(BINDIR, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
-                    "-p", str(PORT), "-U", "postgres", "-d", DB, *args], check=True, stdout=subprocess.DEVNULL)
-
-
-def load_sample():
-    """The sample notes, their contexts and the golden questions, as scripts/demo.sh loads them."""
-    psql("-c", f"\\copy feedback_notes (task_type, wrong_answer, correction, lesson, source) FROM "
-               f"'{ROOT}/data/sample_notes.csv' WITH (FORMAT csv, HEADER true)",
-         "-v", f"sample_contexts={ROOT}/data/sample_contexts.csv", "-f", f"{ROOT}/data/load_contexts.sql",
-         "-v", f"golden_questions={ROOT}/data/golden_questions.csv",
-         "-v", f"golden_judgments={ROOT}/data/golden_judgments.csv", "-f", f"{ROOT}/data/load_golden.sql",
-         "-v", f"golden_code={ROOT}/data/golden_code", "-f", f"{ROOT}/data/load_golden_code.sql")
-
-
 loaded = False
 
 
@@ -287,7 +271,7 @@ def run_block(block):
             last = ([d.name for d in cur.description], [d.type_code for d in cur.description], cur.fetchall())
     assert not block.error, f"expected ERROR {block.error}, the block succeeded"
     if not loaded and one(session("postgres"), "SELECT count(*) FROM pg_extension WHERE extname = 'pg_feedback'") != "0":
-        load_sample()
+        load_sample(PORT, DB, BINDIR)
         loaded = True
     if block.expected is not None:
         assert last is not None, "no statement returned rows, the README shows output"
