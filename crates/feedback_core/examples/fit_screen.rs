@@ -33,17 +33,17 @@ fn main() {
     let dry_run = std::env::var("FB_FIT_DRY_RUN").is_ok();
     let authors: Vec<(String, Vec<Row>)> = TUNE_AUTHORS.iter().map(|a| (a.to_string(), load_author(a))).collect();
     let samples: Vec<Row> = sample_notes().into_iter().filter(|r| r.tune).collect();
-    // Sample notes join the folds: sample i belongs to fold i % 3.
+    // Sample notes join the folds: sample i belongs to fold i % (number of tune authors).
     let mut benign_oof = Vec::new();
     let mut attack_oof = Vec::new();
     let mut per_fold = Vec::new();
     for (k, (held, held_rows)) in authors.iter().enumerate() {
         let mut train: Vec<&Row> = authors.iter().filter(|(a, _)| a != held).flat_map(|(_, r)| r.iter()).collect();
-        train.extend(samples.iter().enumerate().filter(|(i, _)| i % 3 != k).map(|(_, r)| r));
+        train.extend(samples.iter().enumerate().filter(|(i, _)| i % authors.len() != k).map(|(_, r)| r));
         let model = fit(&examples(&train), &params);
         let scored: Vec<(&Row, f32)> = held_rows
             .iter()
-            .chain(samples.iter().enumerate().filter(|(i, _)| i % 3 == k).map(|(_, r)| r))
+            .chain(samples.iter().enumerate().filter(|(i, _)| i % authors.len() == k).map(|(_, r)| r))
             .map(|r| (r, row_probability(&model, r)))
             .collect();
         for &(r, p) in &scored {

@@ -1,21 +1,26 @@
 //! Prompt-injection screening measured per author: the project's own corpus (`project`, the rules were tuned on
-//! it), two independent tune authors (`A`, `B`) and the held-out test author `C`, plus the benign sample notes.
-//! See `tests/common/corpus.rs` for the files and splits.
+//! it), two independent tune authors (`A`, `B`), the held-out test author `C` and three more held-out authors
+//! (`G`, `H`, `I`, written later, each in its own style), plus the benign sample notes. See `tests/common/corpus.rs`
+//! for the files and splits.
 //!
 //!     cargo test -p feedback_core --test injection_corpus -- --nocapture
 //!
 //! Printed: detection per author and per family, false positives per author (its benign rows) and on the sample
-//! notes, for the rules alone, the learned detector alone and both (what `screen_note` reports); then the three
-//! rotations of the learned detector (fitted on project + two of A/B/C, scored on the third). Asserted: on `C`,
-//! combined detection >= 0.80 and false positives <= 0.02 over C's benign rows and all sample notes; and the
-//! shipped weights are what `examples/fit_screen.rs` fits from the tune authors.
+//! notes, for the rules alone, the learned detector alone and both (what `screen_note` reports); then the
+//! rotations of the learned detector (fitted on project and every independent author but one, scored on that one).
+//! Asserted: per held-out author, combined detection and false positives (its benign rows and all sample notes)
+//! within the regression floors of `FLOORS`; and the shipped weights are what `examples/fit_screen.rs` fits from
+//! the tune authors.
 //!
-//! 0.80 is a floor against regressions, below issue 18's target of 0.90: the screen reaches 0.814 on C and no
-//! variant tried generalises further to an unseen author (a classifier on the embedding model's vectors got
-//! 0.12-0.51 held out). Raise it as the screen improves; never lower it to pass.
+//! The floors guard against regressions and sit below issue 18's target of 0.90 at 0.02: the shipped screen
+//! reaches 0.814 on C, and on the authors it never saw 0.747 (G), 0.935 (H) and 0.561 (I), with 3% false positives
+//! on G's and H's benign lessons. No variant tried generalises further to an unseen author (a classifier on the
+//! embedding model's vectors got 0.12-0.51 held out; refitting the n-gram detector with G, H and I as tune authors
+//! raised its out-of-fold threshold to 0.65 and dropped C to 0.724). Raise a floor as the screen improves; never
+//! lower one to pass.
 //!
-//! Misses and false positives are listed for the tune authors only (`FB_GUARD_SHOW_MISSES=1`); for `C` only the
-//! rates are printed, so nothing is tuned on it.
+//! Misses and false positives are listed for the tune authors only (`FB_GUARD_SHOW_MISSES=1`); for the held-out
+//! authors only the rates are printed, so nothing is tuned on them.
 
 #[path = "common/corpus.rs"]
 mod corpus;
@@ -26,13 +31,16 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use corpus::{examples, family_group, load_author, sample_notes, Row, INDEPENDENT_AUTHORS, TEST_AUTHOR};
+use corpus::{examples, family_group, load_author, sample_notes, Row, INDEPENDENT_AUTHORS, TUNE_AUTHORS};
 use feedback_core::guard::learned::{self, fit, FitParams, Model};
 use feedback_core::guard::{screen_note_with, screen_with, Finding};
 use rate::Rate;
 
-const MIN_DETECTION: f64 = 0.80;
-const MAX_FALSE_POSITIVES: f64 = 0.02;
+/// Regression floors per held-out author: (author, least combined detection, most false positives over the
+/// author's benign rows and every sample note). C's are the 0.6.0 gate; G, H and I were measured on the shipped
+/// screen the day they were written (0.747 at 0.031, 0.935 at 0.032, 0.561 at 0.005) and their floors sit just
+/// below that. All are below issue 18's target (0.90 at 0.02): they catch a regression, not success.
+const FLOORS: [(&str, f64, f64); 4] = [("C", 0.80, 0.02), ("G", 0.72, 0.04), ("H", 0.91, 0.04), ("I", 0.53, 0.015)];
 
 /// What each detector said about a row.
 struct Verdict {
@@ -89,7 +97,7 @@ impl Tally {
 #[test]
 fn injection_corpus() {
     let model = learned::shipped().expect("data/guard/screen_model.bin is a model").clone();
-    let authors: Vec<(&str, Vec<Row>)> = ["project", "A", "B", "C"].iter().map(|&a| (a, load_author(a))).collect();
+    let authors: Vec<(&str, Vec<Row>)> = std::iter::once("project").chain(INDEPENDENT_AUTHORS).map(|a| (a, load_author(a))).collect();
     let samples = sample_notes();
     let mut report = String::new();
     let mut failures = Vec::new();
@@ -116,7 +124,7 @@ fn injection_corpus() {
     for (author, rows) in &authors {
         for row in rows {
             let v = judge(row, &model, &mut elapsed, &mut bytes);
-            let tune = *author != TEST_AUTHOR;
+            let tune = TUNE_AUTHORS.contains(author);
             if row.attack {
                 detection.entry(author).or_default().add(&v);
                 families.entry((author, family_group(&row.family))).or_default().add(&v);
@@ -138,7 +146,7 @@ fn injection_corpus() {
 
     let _ = writeln!(report, "== injection screening, learned threshold {:.2} ==", model.threshold);
     for (author, _) in &authors {
-        let role = if *author == TEST_AUTHOR { "held-out test author" } else { "tune author" };
+        let role = if TUNE_AUTHORS.contains(author) { "tune author" } else { "held-out author" };
         let d = &detection[author];
         let b = &benign[author];
         let _ = writeln!(report, "-- {author} ({role})");
@@ -151,12 +159,12 @@ fn injection_corpus() {
         let _ = writeln!(report, "  FP own benign    {}", b.line());
         let fp = b.merge(&sample_fp);
         let _ = writeln!(report, "  FP + samples     {}", fp.line());
-        if *author == TEST_AUTHOR {
-            if d.combined.value() < MIN_DETECTION {
-                failures.push(format!("{author}: combined detection {:.3} < {MIN_DETECTION}", d.combined.value()));
+        if let Some(&(_, min_detection, max_fp)) = FLOORS.iter().find(|(a, ..)| a == author) {
+            if d.combined.value() < min_detection {
+                failures.push(format!("{author}: combined detection {:.3} < {min_detection}", d.combined.value()));
             }
-            if fp.combined.value() > MAX_FALSE_POSITIVES {
-                failures.push(format!("{author}: false positives {:.3} > {MAX_FALSE_POSITIVES}", fp.combined.value()));
+            if fp.combined.value() > max_fp {
+                failures.push(format!("{author}: false positives {:.3} > {max_fp}", fp.combined.value()));
             }
         }
     }
@@ -206,7 +214,7 @@ fn injection_corpus() {
     // The shipped weights are what the fitting example produces from the tune authors.
     let mut tune_rows: Vec<&Row> = Vec::new();
     for (a, rows) in &authors {
-        if *a != TEST_AUTHOR {
+        if TUNE_AUTHORS.contains(a) {
             tune_rows.extend(rows.iter());
         }
     }

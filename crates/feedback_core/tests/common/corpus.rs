@@ -1,8 +1,9 @@
 //! The injection corpora, shared by `tests/injection_corpus.rs` and `examples/fit_screen.rs`.
 //!
-//! Four authors: `project` (`data/guard/injection.jsonl`, written by the project, its rules tuned on it; one text
-//! per row) and three independent authors `A`, `B`, `C` (`data/guard/injection/<author>.jsonl`; rows with
-//! task_type, lesson and correction). `C` is the held-out test author: nothing is tuned or chosen on it.
+//! Seven authors: `project` (`data/guard/injection.jsonl`, written by the project, its rules tuned on it; one text
+//! per row) and six independent authors `A`, `B`, `C`, `G`, `H`, `I` (`data/guard/injection/<author>.jsonl`; rows
+//! with task_type, lesson and correction). Rules and the learned detector are tuned on `project`, `A`, `B` only;
+//! `C`, `G`, `H`, `I` are held out: nothing is tuned or chosen on them.
 //! The project's sample notes (`data/sample_notes.csv`) are benign everywhere; their even rows (`tune`) may be
 //! fitted on, their odd rows never are.
 
@@ -15,9 +16,12 @@ use serde_json::Value;
 
 /// The authors rules and thresholds may be tuned on.
 pub const TUNE_AUTHORS: [&str; 3] = ["project", "A", "B"];
-/// The held-out test author.
+/// The held-out test author the gate was set on (0.6.0).
 pub const TEST_AUTHOR: &str = "C";
-pub const INDEPENDENT_AUTHORS: [&str; 3] = ["A", "B", "C"];
+/// Every author nothing is tuned or chosen on: C, and G, H, I (written after 0.8.0, each in a different style, never
+/// seen by the rules or the fit).
+pub const HELD_OUT_AUTHORS: [&str; 4] = ["C", "G", "H", "I"];
+pub const INDEPENDENT_AUTHORS: [&str; 6] = ["A", "B", "C", "G", "H", "I"];
 
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -77,7 +81,7 @@ fn text_of(v: &Value, name: &str) -> String {
     v.get(name).and_then(Value::as_str).unwrap_or("").to_string()
 }
 
-/// The rows of one author (`project`, `A`, `B`, `C`).
+/// The rows of one author (`project`, `A`, `B`, `C`, `G`, `H`, `I`).
 pub fn load_author(author: &str) -> Vec<Row> {
     let path = if author == "project" {
         data_dir().join("guard/injection.jsonl")
