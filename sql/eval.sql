@@ -386,7 +386,7 @@ COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean) IS
     'left empty, at most 5 notes), stored on the ''*'' row (decision) and reported as row ''(code)'' (recall_at_3: '
     'applicable notes injected; precision: injected notes that apply; no_answer_correct: clean inputs left empty). '
     'Report on the other split with fb_eval(split => ''test'').';
-CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20)
+CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20, p_task_type text DEFAULT NULL)
     RETURNS TABLE (task_type text, queries integer, recall real, ann_returned real)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -403,6 +403,7 @@ BEGIN
             SELECT n.task_type, _fb_vector(n, a.slot) AS embedding
               FROM feedback_notes n CROSS JOIN _fb_active() a
              WHERE n.status = 'active' AND _fb_has_vector(n, a.slot, a.model)
+               AND (p_task_type IS NULL OR n.task_type = _fb_task_type(p_task_type))
              ORDER BY random()
              LIMIT sample
         ), per_query AS (
@@ -420,10 +421,11 @@ BEGIN
          ORDER BY grouping(p.task_type), 1;
 END $$;
 
-COMMENT ON FUNCTION fb_eval_ann(integer, integer) IS
-    'Recall of the ANN stage against exact search: for sample random active notes (their embeddings as queries), '
-    'the share of the k exact nearest notes of the same task_type that the HNSW path (iterative scan) also returns, '
-    'per task_type and overall, and how many it returned on average.';
+COMMENT ON FUNCTION fb_eval_ann(integer, integer, text) IS
+    'Recall of the ANN stage against exact search: for sample random active notes (their embeddings as queries; '
+    'of p_task_type only when given), the share of the k exact nearest notes of the same task_type that the index '
+    'path (the task_type''s slice index when fb_maintain built one, else the global HNSW index; iterative scan) '
+    'also returns, per task_type and overall, and how many it returned on average.';
 
 CREATE VIEW fb_eval_history AS
 SELECT r.id, r.run_at, r.k, r.embedding_model, r.scored_by, r.questions, r.recall_at_k, r.mrr, r.ndcg_at_k,

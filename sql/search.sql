@@ -1,6 +1,7 @@
 -- pg_feedback: candidate search, the first stage of retrieval and of the near-duplicate check. Only notes the acting
 -- role may see and only vectors of one model are compared: exact below pg_feedback.exact_scan_limit, else the slot's
--- HNSW index (iterative scan); full-text candidates for the hybrid first stage; the candidates of a code input.
+-- HNSW index (iterative scan), or the task_type's own partial HNSW index once fb_maintain has built one; full-text
+-- candidates for the hybrid first stage, bounded; the candidates of a code input.
 
 CREATE FUNCTION _fb_vector_column(model text, OUT key text, OUT vec text)
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -27,8 +28,45 @@ COMMENT ON FUNCTION _fb_candidate_filter(text) IS
     'embedded by the model in that slot, a '
     'tenant the acting role may see), for EXECUTE with parameters $3 model key, $4 scoped, $5 tenant, $6 tenants.';
 
--- Exact up to pg_feedback.exact_scan_limit notes: perfect recall, cheap for small sets. The HNSW path uses
--- pgvector's iterative scan so that a selective filter (task_type, tenant) still yields k candidates. scoped is for
+-- Slice indexes. One global HNSW index finds 40-48% of a task_type's exact top 20 at 1M notes (the filter leaves the
+-- iterative scan walking other task types' neighbours); a partial index per task_type finds 0.96-0.99 in a few
+-- milliseconds. fb_maintain builds one for every task_type with at least pg_feedback.slice_index_min active notes
+-- and drops it when the slice falls below half of that. Derived state: not dumped (after a restore fb_maintain
+-- builds them again), and an index someone dropped by hand is simply not used.
+CREATE TABLE feedback_slice_indexes (
+    task_type       text NOT NULL,
+    slot            smallint NOT NULL CHECK (slot IN (1, 2)),
+    index_name      name NOT NULL UNIQUE,
+    notes           bigint NOT NULL,
+    built_at        timestamptz NOT NULL DEFAULT now(),
+    build_ms        double precision NOT NULL,
+    recall          real,
+    recall_queries  integer,
+    measured_at     timestamptz,
+    PRIMARY KEY (task_type, slot)
+);
+COMMENT ON TABLE feedback_slice_indexes IS
+    'The partial HNSW indexes fb_maintain built, one per (task_type, embedding slot): the active notes of the '
+    'slice when it was built, how long the build took, and the candidate recall@20 against exact search that '
+    'fb_eval_ann measured right after (random notes of the slice as queries). See feedback_index_status.';
+
+CREATE FUNCTION _fb_slice_index(p_task_type text, vec text) RETURNS name
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        SELECT s.index_name
+          FROM feedback_slice_indexes s
+          JOIN pg_index i ON i.indexrelid = to_regclass(quote_ident(s.index_name))
+         WHERE s.task_type = p_task_type AND s.slot = CASE vec WHEN 'embedding' THEN 1 ELSE 2 END
+           AND i.indisvalid AND i.indisready;
+    END;
+COMMENT ON FUNCTION _fb_slice_index(text, text) IS
+    'Internal: the name of the valid partial HNSW index fb_maintain built for a task_type on a vector column, or '
+    'NULL.';
+
+-- The task_type's partial HNSW index when fb_maintain built one; else exact up to pg_feedback.exact_scan_limit
+-- notes (perfect recall, cheap for small sets), else the global HNSW index. The index paths use pgvector's
+-- iterative scan so that a selective filter (tenant, status) still yields k candidates. scoped is for
 -- near-duplicate merging. SECURITY DEFINER: readers have no right on feedback_notes, and a view over it could not
 -- use the HNSW index for ordering (a security-barrier view is never flattened). The slot's column names come from
 -- a fixed list, so the dynamic SQL takes no caller text.
@@ -46,6 +84,7 @@ DECLARE
     key text;
     vec text;
     filter text;
+    slice name;
     n bigint;
 BEGIN
     SELECT c.key, c.vec INTO key, vec FROM _fb_vector_column(model) c;
@@ -60,7 +99,12 @@ BEGIN
         RETURN;   -- no slot holds vectors of this model
     END IF;
     filter := _fb_candidate_filter(vec);
-    IF mode = 'auto' THEN
+    IF mode IN ('auto', 'ann') THEN
+        slice := _fb_slice_index(p_task_type, vec);
+    END IF;
+    IF mode = 'auto' AND slice IS NOT NULL THEN
+        mode := 'ann';
+    ELSIF mode = 'auto' THEN
         EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = $2 AND %s '
                        'LIMIT $7) s', filter)
            INTO n USING q, p_task_type, key, scoped, p_tenant, tenants, exact_limit::bigint + 1;
@@ -76,21 +120,25 @@ BEGIN
             'WHERE f.task_type = $2 AND %2$s ORDER BY (f.%1$I <=> $1) + 0, f.id LIMIT $7', vec, filter)
           USING q, p_task_type, key, scoped, p_tenant, tenants, k;
     ELSE
-        -- "IS TRUE" keeps the planner on the HNSW index: with a plain equality it may pick the task_type btree
-        -- and sort, which is the exact path. relaxed_order returns index order only approximately: re-sort.
+        -- "IS TRUE" keeps the planner on an HNSW index: with a plain equality it may pick the task_type btree and
+        -- sort, which is the exact path. A slice index's predicate is "(task_type = '...') IS TRUE AND status =
+        -- 'active'", so the task_type is written as that literal for the planner to prove the predicate (a
+        -- parameter cannot match it); it is the name of an existing slice, quoted. relaxed_order returns index
+        -- order only approximately: re-sort.
         RETURN QUERY EXECUTE format(
             'SELECT c.id, c.distance, c.lesson, c.correction, c.created_at FROM '
             '(SELECT f.id, f.%1$I <=> $1 AS distance, f.lesson, f.correction, f.created_at FROM feedback_notes f '
-            ' WHERE (f.task_type = $2) IS TRUE AND %2$s ORDER BY f.%1$I <=> $1 LIMIT $7) c '
-            'ORDER BY c.distance, c.id', vec, filter)
+            ' WHERE (f.task_type = %3$s) IS TRUE AND %2$s ORDER BY f.%1$I <=> $1 LIMIT $7) c '
+            'ORDER BY c.distance, c.id', vec, filter, CASE WHEN slice IS NULL THEN '$2' ELSE quote_literal(p_task_type) END)
           USING q, p_task_type, key, scoped, p_tenant, tenants, k;
     END IF;
 END $$;
 COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, text) IS
     'Internal: the k nearest active notes of a task_type to a vector among those the acting role may see (shared '
     'and its tenants''), with lesson, correction and created_at, comparing only vectors of one model (default: the '
-    'active one). mode auto: exact for small sets, HNSW iterative scan otherwise (see pg_feedback.exact_scan_limit); '
-    'exact or ann force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
+    'active one). mode auto: the task_type''s partial HNSW index when fb_maintain built one, else exact for small '
+    'sets and the global HNSW index otherwise (see pg_feedback.exact_scan_limit); exact or ann (an index: the '
+    'slice''s if there is one) force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
 
 -- Not plainto_tsquery as is: it joins the lexemes with AND, which natural-language questions rarely satisfy.
 CREATE FUNCTION _fb_search_terms(query text) RETURNS tsquery
@@ -100,7 +148,58 @@ CREATE FUNCTION _fb_search_terms(query text) RETURNS tsquery
 COMMENT ON FUNCTION _fb_search_terms(text) IS
     'Internal: the lexemes of a question OR-ed into a tsquery (NULL if none), for full-text candidates.';
 
--- SECURITY DEFINER as _fb_candidates.
+-- Bounded: ranking every match of every lexeme cost 490 ms for a 100,000-note task_type at 1M notes. The planner's
+-- own statistics (most_common_elems of search_vector, most_common_vals of task_type) estimate how many notes of the
+-- task_type each lexeme matches; the rarest lexemes are kept while their estimated matches stay within
+-- pg_feedback.lexical_rank_limit. Without statistics (never analysed) every lexeme is kept. A store where no
+-- question reaches the limit ranks exactly what it did before.
+CREATE FUNCTION _fb_lexical_terms(query text, p_task_type text, rank_limit integer) RETURNS tsquery
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        WITH lexemes AS (
+            SELECT DISTINCT l
+              FROM unnest(tsvector_to_array(to_tsvector('pg_catalog.english'::regconfig, query))) l
+        ), stats AS (
+            SELECT greatest(c.reltuples, 0) * coalesce(
+                       (SELECT m.freq FROM unnest(t.most_common_vals::text::text[], t.most_common_freqs) m(v, freq)
+                         WHERE m.v = p_task_type),
+                       (1 - coalesce((SELECT sum(x) FROM unnest(t.most_common_freqs) x), 0))
+                         / greatest(CASE WHEN t.n_distinct < 0 THEN -t.n_distinct * c.reltuples ELSE t.n_distinct END
+                                    - coalesce(cardinality(t.most_common_vals::text::text[]), 0), 1)) AS slice_rows,
+                   e.most_common_elems::text::text[] AS elems, e.most_common_elem_freqs AS freqs
+              FROM pg_class c
+              JOIN pg_namespace ns ON ns.oid = c.relnamespace
+              JOIN pg_stats e ON e.schemaname = ns.nspname AND e.tablename = c.relname
+                             AND e.attname = 'search_vector'
+              JOIN pg_stats t ON t.schemaname = e.schemaname AND t.tablename = e.tablename AND t.attname = 'task_type'
+             WHERE c.oid = 'feedback_notes'::regclass AND e.most_common_elems IS NOT NULL
+        ), scored AS (
+            SELECT x.l, coalesce((SELECT f.freq FROM unnest(s.elems, s.freqs[1:cardinality(s.elems)]) f(elem, freq)
+                                   WHERE f.elem = x.l),
+                                 s.freqs[cardinality(s.elems) + 1]) AS freq,
+                   s.slice_rows
+              FROM lexemes x CROSS JOIN stats s
+        ), kept AS (
+            SELECT l FROM lexemes WHERE NOT EXISTS (SELECT 1 FROM stats)
+            UNION ALL
+            SELECT r.l FROM (
+                SELECT k.l, row_number() OVER w AS pos, sum(k.freq) OVER w * k.slice_rows AS matches
+                  FROM scored k
+                WINDOW w AS (ORDER BY k.freq, k.l)) r
+             WHERE r.pos = 1 OR r.matches <= rank_limit
+        )
+        SELECT CASE WHEN (SELECT count(*) FROM kept) = (SELECT count(*) FROM lexemes) THEN _fb_search_terms(query)
+                    ELSE (SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | '
+                                            ORDER BY l)::tsquery FROM kept) END;
+    END;
+COMMENT ON FUNCTION _fb_lexical_terms(text, text, integer) IS
+    'Internal: the lexemes of a question OR-ed into a tsquery (NULL if none), keeping only the rarest while the '
+    'notes of the task_type they are estimated to match (planner statistics of feedback_notes) stay within '
+    'rank_limit; every lexeme (_fb_search_terms) when the table has no statistics yet or all stay within it.';
+
+-- SECURITY DEFINER as _fb_candidates. At most pg_feedback.lexical_rank_limit matches are ranked (the terms come
+-- from _fb_lexical_terms); the vector distance is computed only for the k returned.
 CREATE FUNCTION _fb_lexical_candidates(q vector(384), terms tsquery, p_task_type text, k integer,
                                        model text DEFAULT NULL)
     RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz,
@@ -109,6 +208,7 @@ CREATE FUNCTION _fb_lexical_candidates(q vector(384), terms tsquery, p_task_type
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     AS $$
 DECLARE
+    rank_limit integer := _fb_setting('pg_feedback.lexical_rank_limit')::integer;
     key text;
     vec text;
 BEGIN
@@ -121,15 +221,18 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY EXECUTE format(
-        'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at, ts_rank_cd(f.search_vector, $8) AS r '
-        'FROM feedback_notes f WHERE f.task_type = $2 AND f.search_vector @@ $8 AND %2$s '
-        'ORDER BY r DESC, f.id LIMIT $7', vec, _fb_candidate_filter(vec))
-      USING q, p_task_type, key, false, NULL::text, _fb_my_tenants(), k, terms;
+        'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at, m.r FROM '
+        '(SELECT s.id, ts_rank_cd(s.search_vector, $8) AS r FROM '
+        ' (SELECT f.id, f.search_vector FROM feedback_notes f '
+        '   WHERE f.task_type = $2 AND f.search_vector @@ $8 AND %2$s LIMIT $9) s '
+        ' ORDER BY r DESC, s.id LIMIT $7) m '
+        'JOIN feedback_notes f ON f.id = m.id ORDER BY m.r DESC, m.id', vec, _fb_candidate_filter(vec))
+      USING q, p_task_type, key, false, NULL::text, _fb_my_tenants(), k, terms, rank_limit;
 END $$;
 COMMENT ON FUNCTION _fb_lexical_candidates(vector, tsquery, text, integer, text) IS
     'Internal: full-text candidates for fb_retrieve (pg_feedback.hybrid): the k active notes of a task_type whose '
-    'lesson + correction best match the terms (ts_rank_cd), with their distance to the query vector, among those '
-    'the acting role may see.';
+    'lesson + correction best match the terms (ts_rank_cd over at most pg_feedback.lexical_rank_limit matches), '
+    'with their distance to the query vector, among those the acting role may see.';
 
 CREATE FUNCTION _fb_first_stage(query text, q vector(384), p_task_type text, candidate_k integer, model text)
     RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
@@ -149,8 +252,9 @@ CREATE FUNCTION _fb_first_stage(query text, q vector(384), p_task_type text, can
             SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
                    row_number() OVER (ORDER BY c.text_rank DESC, c.id) AS r
               FROM settings s
-             CROSS JOIN LATERAL _fb_lexical_candidates(q, _fb_search_terms(query), p_task_type, s.lexical_k,
-                                                       model) c
+             CROSS JOIN LATERAL _fb_lexical_candidates(
+                 q, _fb_lexical_terms(query, p_task_type, _fb_setting('pg_feedback.lexical_rank_limit')::integer),
+                 p_task_type, s.lexical_k, model) c
              WHERE s.hybrid
         )
         SELECT coalesce(d.id, l.id), coalesce(d.lesson, l.lesson), coalesce(d.correction, l.correction),
@@ -166,7 +270,8 @@ CREATE FUNCTION _fb_first_stage(query text, q vector(384), p_task_type text, can
 COMMENT ON FUNCTION _fb_first_stage(text, vector, text, integer, text) IS
     'Internal: fb_retrieve''s candidates, best first: the candidate_k nearest notes (_fb_candidates), and with '
     'pg_feedback.hybrid the pg_feedback.hybrid_candidates best full-text matches, fused by reciprocal rank '
-    '(1 / (pg_feedback.rrf_k + rank) summed over both lists); source says which list found each.';
+    '(1 / (pg_feedback.rrf_k + rank) summed over both lists; the question''s rarest terms, _fb_lexical_terms); '
+    'source says which list found each.';
 
 -- Dense only: the full-text stage ORs every lexeme of a 25-line input (100-190 ms at 100,000 notes) and the
 -- decision reads the candidates' words itself.
@@ -189,3 +294,115 @@ COMMENT ON FUNCTION _fb_code_candidates(text, vector[], text, integer, text) IS
     'Internal: a code input''s candidate_k nearest notes (vectors[1]: the whole input; dense only), best first, with the best '
     'cosine of any of its vectors, the note''s lesson, correction and wrong answer, and its context (what '
     '_fb_decide reads).';
+
+-- Building takes a SHARE lock on feedback_notes for the build (writes wait; reads and retrieval go on): about 1 s
+-- per 10,000 notes on 2 cores. CREATE INDEX CONCURRENTLY cannot run inside a function; a slice whose build would
+-- hold writes too long can be built by hand with the statement feedback_index_status shows, then recorded by
+-- running fb_maintain again.
+CREATE FUNCTION fb_maintain(p_task_type text DEFAULT NULL, measure boolean DEFAULT true)
+    RETURNS TABLE (task_type text, notes bigint, action text, index_name name, build_ms double precision,
+                   recall real)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_column
+DECLARE
+    min_notes bigint := _fb_setting('pg_feedback.slice_index_min')::bigint;
+    act smallint := _fb_active_slot();
+    vec text;
+    only_type text := CASE WHEN p_task_type IS NOT NULL THEN _fb_task_type(p_task_type) END;
+    r record;
+    plan jsonb;
+    name_ text;
+    t0 timestamptz;
+    ms double precision;
+    rec real;
+    queries integer;
+BEGIN
+    vec := CASE act WHEN 1 THEN 'embedding' ELSE 'embedding_alt' END;
+    -- Slices of a slot no longer active (after fb_switch_model) are not searched: drop them.
+    FOR r IN SELECT s.task_type, s.index_name FROM feedback_slice_indexes s
+              WHERE s.slot <> act AND (only_type IS NULL OR s.task_type = only_type) LOOP
+        EXECUTE format('DROP INDEX IF EXISTS %I', r.index_name);
+        DELETE FROM feedback_slice_indexes s WHERE s.index_name = r.index_name;
+        RETURN QUERY SELECT r.task_type, NULL::bigint, 'dropped'::text, r.index_name, NULL::double precision, NULL::real;
+    END LOOP;
+    -- Planned first, then built: CREATE INDEX refuses a table an open loop still reads.
+    SELECT coalesce(jsonb_agg(x ORDER BY x.task_type), '[]') INTO plan
+      FROM (SELECT coalesce(c.task_type, s.task_type) AS task_type, coalesce(c.notes, 0) AS notes, s.index_name,
+                   _fb_slice_index(coalesce(c.task_type, s.task_type), vec) IS NOT NULL AS usable
+              FROM (SELECT n.task_type, count(*) AS notes FROM feedback_notes n
+                     WHERE n.status = 'active' AND (only_type IS NULL OR n.task_type = only_type)
+                     GROUP BY n.task_type) c
+              FULL JOIN (SELECT * FROM feedback_slice_indexes s
+                          WHERE s.slot = act AND (only_type IS NULL OR s.task_type = only_type)) s
+                ON s.task_type = c.task_type) x;
+    FOR r IN SELECT * FROM jsonb_to_recordset(plan) AS p(task_type text, notes bigint, index_name name, usable boolean)
+    LOOP
+        IF r.index_name IS NOT NULL AND r.notes < min_notes / 2 THEN
+            EXECUTE format('DROP INDEX IF EXISTS %I', r.index_name);
+            DELETE FROM feedback_slice_indexes s WHERE s.index_name = r.index_name;
+            RETURN QUERY SELECT r.task_type, r.notes, 'dropped'::text, r.index_name, NULL::double precision,
+                                NULL::real;
+        ELSIF r.notes >= greatest(min_notes, 1) AND NOT coalesce(r.usable, false) THEN
+            name_ := 'feedback_notes_slice_' || left(md5(r.task_type || '/' || act), 16) || '_idx';
+            t0 := clock_timestamp();
+            IF to_regclass(quote_ident(name_)) IS NOT NULL THEN   -- an invalid one a failed build by hand left
+                EXECUTE format('DROP INDEX %I', name_);
+            END IF;
+            EXECUTE format('CREATE INDEX %I ON feedback_notes USING hnsw (%I vector_cosine_ops) '
+                           'WHERE (task_type = %L) IS TRUE AND status = ''active''', name_, vec, r.task_type);
+            ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
+            DELETE FROM feedback_slice_indexes s WHERE s.task_type = r.task_type AND s.slot = act;
+            INSERT INTO feedback_slice_indexes (task_type, slot, index_name, notes, build_ms)
+            VALUES (r.task_type, act, name_, r.notes, ms);
+            rec := NULL;
+            IF measure THEN
+                SELECT e.recall, e.queries INTO rec, queries
+                  FROM fb_eval_ann(20, 20, r.task_type) e WHERE e.task_type = r.task_type;
+                UPDATE feedback_slice_indexes s SET recall = rec, recall_queries = queries, measured_at = now()
+                 WHERE s.index_name = name_;
+            END IF;
+            RETURN QUERY SELECT r.task_type, r.notes, 'built'::text, name_::name, ms, rec;
+        ELSIF r.index_name IS NOT NULL THEN
+            RETURN QUERY SELECT r.task_type, r.notes, 'kept'::text, r.index_name,
+                                NULL::double precision, NULL::real;
+        END IF;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION fb_maintain(text, boolean) IS
+    'Builds a partial HNSW index for every task_type (or only p_task_type) with at least '
+    'pg_feedback.slice_index_min active notes, so its candidate search stays complete at any store size, and '
+    'drops the index of a slice below half of that or of a slot no longer active. measure: run fb_eval_ann on each '
+    'new index (20 of its notes as queries). One row per slice with an index: built, kept or dropped. Writes to '
+    'feedback_notes wait while an index builds. Superuser or the extension''s owner; for cron: SELECT fb_maintain().';
+
+CREATE VIEW feedback_index_status AS
+SELECT coalesce(c.task_type, s.task_type) AS task_type,
+       coalesce(c.notes, 0) AS notes,
+       CASE WHEN s.index_name IS NOT NULL AND i.indexrelid IS NOT NULL AND i.indisvalid THEN 'slice index'
+            WHEN coalesce(c.notes, 0) <= _fb_setting('pg_feedback.exact_scan_limit')::bigint THEN 'exact'
+            ELSE 'global index' END AS search,
+       s.index_name,
+       CASE WHEN s.index_name IS NULL THEN NULL WHEN i.indexrelid IS NULL THEN 'missing'
+            WHEN NOT i.indisvalid THEN 'invalid' ELSE 'valid' END AS index_state,
+       pg_relation_size(i.indexrelid) AS index_bytes,
+       s.notes AS notes_at_build, s.built_at, s.build_ms, s.recall, s.recall_queries, s.measured_at,
+       CASE WHEN s.index_name IS NULL AND coalesce(c.notes, 0) >= _fb_setting('pg_feedback.slice_index_min')::bigint
+            THEN 'fb_maintain builds one' END AS next_step,
+       format('CREATE INDEX CONCURRENTLY %I ON %I.feedback_notes USING hnsw (%I vector_cosine_ops) '
+              'WHERE (task_type = %L) IS TRUE AND status = ''active''',
+              coalesce(s.index_name, 'feedback_notes_slice_'
+                                     || left(md5(coalesce(c.task_type, s.task_type) || '/' || _fb_active_slot()), 16)
+                                     || '_idx'),
+              '@extschema@', CASE _fb_active_slot() WHEN 1 THEN 'embedding' ELSE 'embedding_alt' END,
+              coalesce(c.task_type, s.task_type)) AS build_statement
+  FROM (SELECT n.task_type, count(*) AS notes FROM feedback_notes n WHERE n.status = 'active'
+         GROUP BY n.task_type) c
+  FULL JOIN (SELECT x.* FROM feedback_slice_indexes x WHERE x.slot = _fb_active_slot()) s
+    ON s.task_type = c.task_type
+  LEFT JOIN pg_index i ON i.indexrelid = to_regclass(quote_ident(s.index_name));
+COMMENT ON VIEW feedback_index_status IS
+    'One row per task_type with active notes (or a slice index): how fb_retrieve searches its candidates (slice '
+    'index, exact, or the global HNSW index), its index, the index''s state and size, when fb_maintain built it '
+    'and the recall fb_eval_ann measured then; build_statement builds it by hand without blocking writes.';

@@ -40,7 +40,8 @@ REVOKE ALL ON feedback_notes, feedback_note_merges, feedback_dedup_locks, feedba
               feedback_golden, fb_eval_runs, feedback_embedding_slots, feedback_reembed_runs, feedback_active_notes,
               feedback_review_queue, fb_eval_history, feedback_reembed_progress, feedback_embedding_status,
               feedback_worker, feedback_retrieval_settings, feedback_retrievals, feedback_golden_judgments,
-              feedback_retrieval_judgments, feedback_note_quality, feedback_conflicts FROM PUBLIC;
+              feedback_retrieval_judgments, feedback_note_quality, feedback_conflicts, feedback_slice_indexes,
+              feedback_index_status FROM PUBLIC;
 REVOKE ALL ON SEQUENCE feedback_note_merges_id_seq, feedback_notes_id_seq, feedback_audit_id_seq, feedback_golden_id_seq, fb_eval_runs_id_seq,
               feedback_reembed_runs_id_seq, feedback_retrievals_id_seq FROM PUBLIC;
 
@@ -82,12 +83,13 @@ GRANT EXECUTE ON FUNCTION
 TO feedback_writer;
 
 -- Reviewers: writers' rights plus the review queue, the lifecycle functions, the audit trail, merges, every note
--- (all statuses), golden questions and evaluation, and the embedding status. Re-embedding and switching models
--- stay with superusers.
+-- (all statuses), golden questions and evaluation, the embedding and index status. Re-embedding, switching models
+-- and building slice indexes (fb_maintain) stay with superusers.
 GRANT SELECT ON feedback_notes, feedback_note_merges, feedback_audit, feedback_review_queue, feedback_conflicts,
                 fb_eval_runs,
                 fb_eval_history, feedback_reembed_runs, feedback_reembed_progress, feedback_embedding_status,
-                feedback_retrievals, feedback_retrieval_judgments, feedback_note_quality
+                feedback_retrievals, feedback_retrieval_judgments, feedback_note_quality, feedback_slice_indexes,
+                feedback_index_status
    TO feedback_reviewer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON feedback_golden, feedback_golden_judgments, feedback_retrieval_settings
    TO feedback_reviewer;
@@ -97,7 +99,7 @@ GRANT INSERT ON fb_eval_runs TO feedback_reviewer;
 GRANT EXECUTE ON FUNCTION
     fb_approve(bigint, text), fb_reject(bigint, text), fb_deprecate(bigint, text), fb_restore(bigint, text),
     fb_deprecate_stale(interval, text), fb_purge(bigint, text), fb_purge_merged(text, text),
-    fb_eval(integer, boolean, text, text), fb_eval_ann(integer, integer), _fb_reembed_running(integer, timestamptz),
+    fb_eval(integer, boolean, text, text), fb_eval_ann(integer, integer, text), _fb_reembed_running(integer, timestamptz),
     fb_calibrate(text, real, boolean, integer, real, boolean), fb_judge(bigint, bigint, boolean),
     _fb_golden_grades(text), _fb_golden_questions(text), _fb_question_metrics(bigint[], bigint[], smallint[], integer),
     _fb_calibrate_sweep(jsonb, double precision, integer, boolean, integer, double precision, integer),
@@ -108,6 +110,7 @@ GRANT EXECUTE ON FUNCTION
     _fb_vector(feedback_notes, smallint), _fb_has_vector(feedback_notes, smallint, text),
     _fb_candidates(vector, text, integer, text, text, boolean, text),
     _fb_lexical_candidates(vector, tsquery, text, integer, text), _fb_search_terms(text),
+    _fb_lexical_terms(text, text, integer), _fb_slice_index(text, text),
     _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text), _fb_retrieval_gucs(),
     _fb_settings_metadata(),
     _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_tenant_allowed(text),

@@ -108,6 +108,8 @@ static RERANK_CACHE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static HYBRID: GucSetting<bool> = GucSetting::<bool>::new(true);
 static HYBRID_CANDIDATES: GucSetting<i32> = GucSetting::<i32>::new(20);
 static RRF_K: GucSetting<i32> = GucSetting::<i32>::new(60);
+static LEXICAL_RANK_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(2000);
+static SLICE_INDEX_MIN: GucSetting<i32> = GucSetting::<i32>::new(5000);
 static LOG_RETRIEVALS: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 pub fn init() {
@@ -436,6 +438,14 @@ static RETRIEVAL: &[Retrieval] = &[
         keys: &[],
     },
     Retrieval {
+        name: c"pg_feedback.slice_index_min",
+        short: c"Active notes from which fb_maintain gives a task_type its own partial HNSW index (dropped below half).",
+        long: c"A task_type with a slice index is searched through it whatever its size: complete candidates (recall \
+              0.96-0.99 at 1M notes against 0.40-0.48 through the global index) in a few milliseconds.",
+        value: Value::Int(&SLICE_INDEX_MIN, 1, i32::MAX),
+        keys: &[],
+    },
+    Retrieval {
         name: c"pg_feedback.hybrid",
         short: c"Whether fb_retrieve adds full-text candidates (lesson + correction) to the dense ones, fused by \
               reciprocal rank.",
@@ -448,6 +458,15 @@ static RETRIEVAL: &[Retrieval] = &[
         short: c"Full-text candidates fetched per query when pg_feedback.hybrid is on.",
         long: c"",
         value: Value::Int(&HYBRID_CANDIDATES, 1, 1000),
+        keys: &[],
+    },
+    Retrieval {
+        name: c"pg_feedback.lexical_rank_limit",
+        short: c"Most full-text matches fb_retrieve ranks per query when pg_feedback.hybrid is on.",
+        long: c"The question's rarest terms are kept while the notes of the task_type they are estimated to match \
+              (planner statistics) stay within the limit; matches beyond it are not ranked. Bounds the hybrid stage \
+              for large task_types; a small store never reaches it.",
+        value: Value::Int(&LEXICAL_RANK_LIMIT, 1, i32::MAX),
         keys: &[],
     },
     Retrieval {

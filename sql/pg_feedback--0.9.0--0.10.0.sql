@@ -1,0 +1,388 @@
+-- pg_feedback 0.9.0 -> 0.10.0: candidates that stay complete at any store size (issue 22). fb_maintain gives every
+-- task_type with at least pg_feedback.slice_index_min active notes its own partial HNSW index (recorded in
+-- feedback_slice_indexes, shown with every task_type's search path in feedback_index_status) and _fb_candidates
+-- searches through it; fb_eval_ann takes a task_type. The hybrid full-text stage is bounded: the question's rarest
+-- terms (planner statistics) within pg_feedback.lexical_rank_limit estimated matches, at most that many ranked,
+-- the distance computed only for the candidates returned. No stored note changes; until fb_maintain runs,
+-- candidate search takes the paths it took before.
+\echo Use "ALTER EXTENSION pg_feedback UPDATE TO '0.10.0'" to load this file. \quit
+
+DROP FUNCTION fb_eval_ann(integer, integer);
+CREATE TABLE feedback_slice_indexes (
+    task_type       text NOT NULL,
+    slot            smallint NOT NULL CHECK (slot IN (1, 2)),
+    index_name      name NOT NULL UNIQUE,
+    notes           bigint NOT NULL,
+    built_at        timestamptz NOT NULL DEFAULT now(),
+    build_ms        double precision NOT NULL,
+    recall          real,
+    recall_queries  integer,
+    measured_at     timestamptz,
+    PRIMARY KEY (task_type, slot)
+);
+COMMENT ON TABLE feedback_slice_indexes IS
+    'The partial HNSW indexes fb_maintain built, one per (task_type, embedding slot): the active notes of the '
+    'slice when it was built, how long the build took, and the candidate recall@20 against exact search that '
+    'fb_eval_ann measured right after (random notes of the slice as queries). See feedback_index_status.';
+
+CREATE FUNCTION _fb_slice_index(p_task_type text, vec text) RETURNS name
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        SELECT s.index_name
+          FROM feedback_slice_indexes s
+          JOIN pg_index i ON i.indexrelid = to_regclass(quote_ident(s.index_name))
+         WHERE s.task_type = p_task_type AND s.slot = CASE vec WHEN 'embedding' THEN 1 ELSE 2 END
+           AND i.indisvalid AND i.indisready;
+    END;
+COMMENT ON FUNCTION _fb_slice_index(text, text) IS
+    'Internal: the name of the valid partial HNSW index fb_maintain built for a task_type on a vector column, or '
+    'NULL.';
+
+CREATE OR REPLACE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto',
+                               p_tenant text DEFAULT NULL, scoped boolean DEFAULT false, model text DEFAULT NULL)
+    RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    SET hnsw.iterative_scan = 'relaxed_order'
+    SET hnsw.ef_search = 400
+    AS $$
+DECLARE
+    exact_limit integer := _fb_setting('pg_feedback.exact_scan_limit')::integer;
+    tenants text[] := CASE WHEN scoped THEN ARRAY[p_tenant] ELSE _fb_my_tenants() END;
+    key text;
+    vec text;
+    filter text;
+    slice name;
+    n bigint;
+BEGIN
+    SELECT c.key, c.vec INTO key, vec FROM _fb_vector_column(model) c;
+    IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, not %', k
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'k is how many candidates to return, e.g. 20.';
+    END IF;
+    IF scoped AND NOT _fb_tenant_allowed(p_tenant) THEN
+        RETURN;   -- another tenant's notes are never candidates for the acting role
+    END IF;
+    IF vec IS NULL OR q IS NULL THEN
+        RETURN;   -- no slot holds vectors of this model
+    END IF;
+    filter := _fb_candidate_filter(vec);
+    IF mode IN ('auto', 'ann') THEN
+        slice := _fb_slice_index(p_task_type, vec);
+    END IF;
+    IF mode = 'auto' AND slice IS NOT NULL THEN
+        mode := 'ann';
+    ELSIF mode = 'auto' THEN
+        EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = $2 AND %s '
+                       'LIMIT $7) s', filter)
+           INTO n USING q, p_task_type, key, scoped, p_tenant, tenants, exact_limit::bigint + 1;
+        mode := CASE WHEN n <= exact_limit THEN 'exact' ELSE 'ann' END;
+    ELSIF mode NOT IN ('exact', 'ann') THEN
+        RAISE EXCEPTION 'unknown candidate search mode "%"', mode
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use auto, exact or ann.';
+    END IF;
+    IF mode = 'exact' THEN
+        -- "+ 0" keeps the planner off the HNSW index: an exact top-k over the task_type's notes.
+        RETURN QUERY EXECUTE format(
+            'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at FROM feedback_notes f '
+            'WHERE f.task_type = $2 AND %2$s ORDER BY (f.%1$I <=> $1) + 0, f.id LIMIT $7', vec, filter)
+          USING q, p_task_type, key, scoped, p_tenant, tenants, k;
+    ELSE
+        -- "IS TRUE" keeps the planner on an HNSW index: with a plain equality it may pick the task_type btree and
+        -- sort, which is the exact path. A slice index's predicate is "(task_type = '...') IS TRUE AND status =
+        -- 'active'", so the task_type is written as that literal for the planner to prove the predicate (a
+        -- parameter cannot match it); it is the name of an existing slice, quoted. relaxed_order returns index
+        -- order only approximately: re-sort.
+        RETURN QUERY EXECUTE format(
+            'SELECT c.id, c.distance, c.lesson, c.correction, c.created_at FROM '
+            '(SELECT f.id, f.%1$I <=> $1 AS distance, f.lesson, f.correction, f.created_at FROM feedback_notes f '
+            ' WHERE (f.task_type = %3$s) IS TRUE AND %2$s ORDER BY f.%1$I <=> $1 LIMIT $7) c '
+            'ORDER BY c.distance, c.id', vec, filter, CASE WHEN slice IS NULL THEN '$2' ELSE quote_literal(p_task_type) END)
+          USING q, p_task_type, key, scoped, p_tenant, tenants, k;
+    END IF;
+END $$;
+COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, text) IS
+    'Internal: the k nearest active notes of a task_type to a vector among those the acting role may see (shared '
+    'and its tenants''), with lesson, correction and created_at, comparing only vectors of one model (default: the '
+    'active one). mode auto: the task_type''s partial HNSW index when fb_maintain built one, else exact for small '
+    'sets and the global HNSW index otherwise (see pg_feedback.exact_scan_limit); exact or ann (an index: the '
+    'slice''s if there is one) force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
+
+CREATE FUNCTION _fb_lexical_terms(query text, p_task_type text, rank_limit integer) RETURNS tsquery
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        WITH lexemes AS (
+            SELECT DISTINCT l
+              FROM unnest(tsvector_to_array(to_tsvector('pg_catalog.english'::regconfig, query))) l
+        ), stats AS (
+            SELECT greatest(c.reltuples, 0) * coalesce(
+                       (SELECT m.freq FROM unnest(t.most_common_vals::text::text[], t.most_common_freqs) m(v, freq)
+                         WHERE m.v = p_task_type),
+                       (1 - coalesce((SELECT sum(x) FROM unnest(t.most_common_freqs) x), 0))
+                         / greatest(CASE WHEN t.n_distinct < 0 THEN -t.n_distinct * c.reltuples ELSE t.n_distinct END
+                                    - coalesce(cardinality(t.most_common_vals::text::text[]), 0), 1)) AS slice_rows,
+                   e.most_common_elems::text::text[] AS elems, e.most_common_elem_freqs AS freqs
+              FROM pg_class c
+              JOIN pg_namespace ns ON ns.oid = c.relnamespace
+              JOIN pg_stats e ON e.schemaname = ns.nspname AND e.tablename = c.relname
+                             AND e.attname = 'search_vector'
+              JOIN pg_stats t ON t.schemaname = e.schemaname AND t.tablename = e.tablename AND t.attname = 'task_type'
+             WHERE c.oid = 'feedback_notes'::regclass AND e.most_common_elems IS NOT NULL
+        ), scored AS (
+            SELECT x.l, coalesce((SELECT f.freq FROM unnest(s.elems, s.freqs[1:cardinality(s.elems)]) f(elem, freq)
+                                   WHERE f.elem = x.l),
+                                 s.freqs[cardinality(s.elems) + 1]) AS freq,
+                   s.slice_rows
+              FROM lexemes x CROSS JOIN stats s
+        ), kept AS (
+            SELECT l FROM lexemes WHERE NOT EXISTS (SELECT 1 FROM stats)
+            UNION ALL
+            SELECT r.l FROM (
+                SELECT k.l, row_number() OVER w AS pos, sum(k.freq) OVER w * k.slice_rows AS matches
+                  FROM scored k
+                WINDOW w AS (ORDER BY k.freq, k.l)) r
+             WHERE r.pos = 1 OR r.matches <= rank_limit
+        )
+        SELECT CASE WHEN (SELECT count(*) FROM kept) = (SELECT count(*) FROM lexemes) THEN _fb_search_terms(query)
+                    ELSE (SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | '
+                                            ORDER BY l)::tsquery FROM kept) END;
+    END;
+COMMENT ON FUNCTION _fb_lexical_terms(text, text, integer) IS
+    'Internal: the lexemes of a question OR-ed into a tsquery (NULL if none), keeping only the rarest while the '
+    'notes of the task_type they are estimated to match (planner statistics of feedback_notes) stay within '
+    'rank_limit; every lexeme (_fb_search_terms) when the table has no statistics yet or all stay within it.';
+
+CREATE OR REPLACE FUNCTION _fb_lexical_candidates(q vector(384), terms tsquery, p_task_type text, k integer,
+                                       model text DEFAULT NULL)
+    RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz,
+                   text_rank real)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    rank_limit integer := _fb_setting('pg_feedback.lexical_rank_limit')::integer;
+    key text;
+    vec text;
+BEGIN
+    IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, not %', k
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'k is how many candidates to return, e.g. 20.';
+    END IF;
+    SELECT c.key, c.vec INTO key, vec FROM _fb_vector_column(model) c;
+    IF vec IS NULL OR q IS NULL OR terms IS NULL OR numnode(terms) = 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE format(
+        'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at, m.r FROM '
+        '(SELECT s.id, ts_rank_cd(s.search_vector, $8) AS r FROM '
+        ' (SELECT f.id, f.search_vector FROM feedback_notes f '
+        '   WHERE f.task_type = $2 AND f.search_vector @@ $8 AND %2$s LIMIT $9) s '
+        ' ORDER BY r DESC, s.id LIMIT $7) m '
+        'JOIN feedback_notes f ON f.id = m.id ORDER BY m.r DESC, m.id', vec, _fb_candidate_filter(vec))
+      USING q, p_task_type, key, false, NULL::text, _fb_my_tenants(), k, terms, rank_limit;
+END $$;
+COMMENT ON FUNCTION _fb_lexical_candidates(vector, tsquery, text, integer, text) IS
+    'Internal: full-text candidates for fb_retrieve (pg_feedback.hybrid): the k active notes of a task_type whose '
+    'lesson + correction best match the terms (ts_rank_cd over at most pg_feedback.lexical_rank_limit matches), '
+    'with their distance to the query vector, among those the acting role may see.';
+
+CREATE OR REPLACE FUNCTION _fb_first_stage(query text, q vector(384), p_task_type text, candidate_k integer, model text)
+    RETURNS TABLE (id bigint, lesson text, correction text, similarity real, created_at timestamptz,
+                   fused double precision, source text)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    BEGIN ATOMIC
+        WITH settings AS (
+            SELECT _fb_setting('pg_feedback.hybrid')::boolean AS hybrid,
+                   _fb_setting('pg_feedback.hybrid_candidates')::integer AS lexical_k,
+                   _fb_setting('pg_feedback.rrf_k')::integer AS rrf_k
+        ), dense AS (
+            SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
+                   row_number() OVER (ORDER BY c.distance, c.id) AS r
+              FROM _fb_candidates(q, p_task_type, candidate_k, model => model) c
+        ), lexical AS (
+            SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
+                   row_number() OVER (ORDER BY c.text_rank DESC, c.id) AS r
+              FROM settings s
+             CROSS JOIN LATERAL _fb_lexical_candidates(
+                 q, _fb_lexical_terms(query, p_task_type, _fb_setting('pg_feedback.lexical_rank_limit')::integer),
+                 p_task_type, s.lexical_k, model) c
+             WHERE s.hybrid
+        )
+        SELECT coalesce(d.id, l.id), coalesce(d.lesson, l.lesson), coalesce(d.correction, l.correction),
+               (1 - coalesce(d.distance, l.distance))::real, coalesce(d.created_at, l.created_at),
+               coalesce(1.0 / (s.rrf_k + d.r), 0) + coalesce(1.0 / (s.rrf_k + l.r), 0) AS fused,
+               CASE WHEN d.id IS NULL THEN 'text' WHEN l.id IS NULL THEN 'dense' ELSE 'both' END
+          FROM dense d
+          FULL JOIN lexical l ON l.id = d.id
+         CROSS JOIN settings s
+         ORDER BY fused DESC, coalesce(d.distance, l.distance), coalesce(d.id, l.id)
+         LIMIT candidate_k;
+    END;
+COMMENT ON FUNCTION _fb_first_stage(text, vector, text, integer, text) IS
+    'Internal: fb_retrieve''s candidates, best first: the candidate_k nearest notes (_fb_candidates), and with '
+    'pg_feedback.hybrid the pg_feedback.hybrid_candidates best full-text matches, fused by reciprocal rank '
+    '(1 / (pg_feedback.rrf_k + rank) summed over both lists; the question''s rarest terms, _fb_lexical_terms); '
+    'source says which list found each.';
+
+CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20, p_task_type text DEFAULT NULL)
+    RETURNS TABLE (task_type text, queries integer, recall real, ann_returned real)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF sample IS NULL OR sample < 1 OR k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'sample must be positive and k between 1 and 1000, not % and %', sample, k
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'sample: how many notes serve as queries (e.g. 100); k: neighbours compared (e.g. 20).';
+    END IF;
+    RETURN QUERY
+        WITH queries AS (
+            SELECT n.task_type, _fb_vector(n, a.slot) AS embedding
+              FROM feedback_notes n CROSS JOIN _fb_active() a
+             WHERE n.status = 'active' AND _fb_has_vector(n, a.slot, a.model)
+               AND (p_task_type IS NULL OR n.task_type = _fb_task_type(p_task_type))
+             ORDER BY random()
+             LIMIT sample
+        ), per_query AS (
+            SELECT q.task_type,
+                   (SELECT array_agg(c.id) FROM _fb_candidates(q.embedding, q.task_type, k, 'exact') c) AS exact,
+                   (SELECT array_agg(c.id) FROM _fb_candidates(q.embedding, q.task_type, k, 'ann') c) AS ann
+              FROM queries q
+        )
+        SELECT coalesce(p.task_type, '(all)'),
+               count(*)::integer,
+               avg((SELECT count(*) FROM unnest(p.ann) a WHERE a = ANY (p.exact))::real / cardinality(p.exact))::real,
+               avg(coalesce(cardinality(p.ann), 0))::real
+          FROM per_query p
+         GROUP BY GROUPING SETS ((p.task_type), ())
+         ORDER BY grouping(p.task_type), 1;
+END $$;
+
+COMMENT ON FUNCTION fb_eval_ann(integer, integer, text) IS
+    'Recall of the ANN stage against exact search: for sample random active notes (their embeddings as queries; '
+    'of p_task_type only when given), the share of the k exact nearest notes of the same task_type that the index '
+    'path (the task_type''s slice index when fb_maintain built one, else the global HNSW index; iterative scan) '
+    'also returns, per task_type and overall, and how many it returned on average.';
+
+-- Building takes a SHARE lock on feedback_notes for the build (writes wait; reads and retrieval go on): about 1 s
+-- per 10,000 notes on 2 cores. CREATE INDEX CONCURRENTLY cannot run inside a function; a slice whose build would
+-- hold writes too long can be built by hand with the statement feedback_index_status shows, then recorded by
+-- running fb_maintain again.
+CREATE FUNCTION fb_maintain(p_task_type text DEFAULT NULL, measure boolean DEFAULT true)
+    RETURNS TABLE (task_type text, notes bigint, action text, index_name name, build_ms double precision,
+                   recall real)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_column
+DECLARE
+    min_notes bigint := _fb_setting('pg_feedback.slice_index_min')::bigint;
+    act smallint := _fb_active_slot();
+    vec text;
+    only_type text := CASE WHEN p_task_type IS NOT NULL THEN _fb_task_type(p_task_type) END;
+    r record;
+    plan jsonb;
+    name_ text;
+    t0 timestamptz;
+    ms double precision;
+    rec real;
+    queries integer;
+BEGIN
+    vec := CASE act WHEN 1 THEN 'embedding' ELSE 'embedding_alt' END;
+    -- Slices of a slot no longer active (after fb_switch_model) are not searched: drop them.
+    FOR r IN SELECT s.task_type, s.index_name FROM feedback_slice_indexes s
+              WHERE s.slot <> act AND (only_type IS NULL OR s.task_type = only_type) LOOP
+        EXECUTE format('DROP INDEX IF EXISTS %I', r.index_name);
+        DELETE FROM feedback_slice_indexes s WHERE s.index_name = r.index_name;
+        RETURN QUERY SELECT r.task_type, NULL::bigint, 'dropped'::text, r.index_name, NULL::double precision, NULL::real;
+    END LOOP;
+    -- Planned first, then built: CREATE INDEX refuses a table an open loop still reads.
+    SELECT coalesce(jsonb_agg(x ORDER BY x.task_type), '[]') INTO plan
+      FROM (SELECT coalesce(c.task_type, s.task_type) AS task_type, coalesce(c.notes, 0) AS notes, s.index_name,
+                   _fb_slice_index(coalesce(c.task_type, s.task_type), vec) IS NOT NULL AS usable
+              FROM (SELECT n.task_type, count(*) AS notes FROM feedback_notes n
+                     WHERE n.status = 'active' AND (only_type IS NULL OR n.task_type = only_type)
+                     GROUP BY n.task_type) c
+              FULL JOIN (SELECT * FROM feedback_slice_indexes s
+                          WHERE s.slot = act AND (only_type IS NULL OR s.task_type = only_type)) s
+                ON s.task_type = c.task_type) x;
+    FOR r IN SELECT * FROM jsonb_to_recordset(plan) AS p(task_type text, notes bigint, index_name name, usable boolean)
+    LOOP
+        IF r.index_name IS NOT NULL AND r.notes < min_notes / 2 THEN
+            EXECUTE format('DROP INDEX IF EXISTS %I', r.index_name);
+            DELETE FROM feedback_slice_indexes s WHERE s.index_name = r.index_name;
+            RETURN QUERY SELECT r.task_type, r.notes, 'dropped'::text, r.index_name, NULL::double precision,
+                                NULL::real;
+        ELSIF r.notes >= greatest(min_notes, 1) AND NOT coalesce(r.usable, false) THEN
+            name_ := 'feedback_notes_slice_' || left(md5(r.task_type || '/' || act), 16) || '_idx';
+            t0 := clock_timestamp();
+            IF to_regclass(quote_ident(name_)) IS NOT NULL THEN   -- an invalid one a failed build by hand left
+                EXECUTE format('DROP INDEX %I', name_);
+            END IF;
+            EXECUTE format('CREATE INDEX %I ON feedback_notes USING hnsw (%I vector_cosine_ops) '
+                           'WHERE (task_type = %L) IS TRUE AND status = ''active''', name_, vec, r.task_type);
+            ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
+            DELETE FROM feedback_slice_indexes s WHERE s.task_type = r.task_type AND s.slot = act;
+            INSERT INTO feedback_slice_indexes (task_type, slot, index_name, notes, build_ms)
+            VALUES (r.task_type, act, name_, r.notes, ms);
+            rec := NULL;
+            IF measure THEN
+                SELECT e.recall, e.queries INTO rec, queries
+                  FROM fb_eval_ann(20, 20, r.task_type) e WHERE e.task_type = r.task_type;
+                UPDATE feedback_slice_indexes s SET recall = rec, recall_queries = queries, measured_at = now()
+                 WHERE s.index_name = name_;
+            END IF;
+            RETURN QUERY SELECT r.task_type, r.notes, 'built'::text, name_::name, ms, rec;
+        ELSIF r.index_name IS NOT NULL THEN
+            RETURN QUERY SELECT r.task_type, r.notes, 'kept'::text, r.index_name,
+                                NULL::double precision, NULL::real;
+        END IF;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION fb_maintain(text, boolean) IS
+    'Builds a partial HNSW index for every task_type (or only p_task_type) with at least '
+    'pg_feedback.slice_index_min active notes, so its candidate search stays complete at any store size, and '
+    'drops the index of a slice below half of that or of a slot no longer active. measure: run fb_eval_ann on each '
+    'new index (20 of its notes as queries). One row per slice with an index: built, kept or dropped. Writes to '
+    'feedback_notes wait while an index builds. Superuser or the extension''s owner; for cron: SELECT fb_maintain().';
+
+CREATE VIEW feedback_index_status AS
+SELECT coalesce(c.task_type, s.task_type) AS task_type,
+       coalesce(c.notes, 0) AS notes,
+       CASE WHEN s.index_name IS NOT NULL AND i.indexrelid IS NOT NULL AND i.indisvalid THEN 'slice index'
+            WHEN coalesce(c.notes, 0) <= _fb_setting('pg_feedback.exact_scan_limit')::bigint THEN 'exact'
+            ELSE 'global index' END AS search,
+       s.index_name,
+       CASE WHEN s.index_name IS NULL THEN NULL WHEN i.indexrelid IS NULL THEN 'missing'
+            WHEN NOT i.indisvalid THEN 'invalid' ELSE 'valid' END AS index_state,
+       pg_relation_size(i.indexrelid) AS index_bytes,
+       s.notes AS notes_at_build, s.built_at, s.build_ms, s.recall, s.recall_queries, s.measured_at,
+       CASE WHEN s.index_name IS NULL AND coalesce(c.notes, 0) >= _fb_setting('pg_feedback.slice_index_min')::bigint
+            THEN 'fb_maintain builds one' END AS next_step,
+       format('CREATE INDEX CONCURRENTLY %I ON %I.feedback_notes USING hnsw (%I vector_cosine_ops) '
+              'WHERE (task_type = %L) IS TRUE AND status = ''active''',
+              coalesce(s.index_name, 'feedback_notes_slice_'
+                                     || left(md5(coalesce(c.task_type, s.task_type) || '/' || _fb_active_slot()), 16)
+                                     || '_idx'),
+              '@extschema@', CASE _fb_active_slot() WHEN 1 THEN 'embedding' ELSE 'embedding_alt' END,
+              coalesce(c.task_type, s.task_type)) AS build_statement
+  FROM (SELECT n.task_type, count(*) AS notes FROM feedback_notes n WHERE n.status = 'active'
+         GROUP BY n.task_type) c
+  FULL JOIN (SELECT x.* FROM feedback_slice_indexes x WHERE x.slot = _fb_active_slot()) s
+    ON s.task_type = c.task_type
+  LEFT JOIN pg_index i ON i.indexrelid = to_regclass(quote_ident(s.index_name));
+COMMENT ON VIEW feedback_index_status IS
+    'One row per task_type with active notes (or a slice index): how fb_retrieve searches its candidates (slice '
+    'index, exact, or the global HNSW index), its index, the index''s state and size, when fb_maintain built it '
+    'and the recall fb_eval_ann measured then; build_statement builds it by hand without blocking writes.';
+
+REVOKE ALL ON FUNCTION _fb_slice_index(text, text), _fb_lexical_terms(text, text, integer),
+                       fb_eval_ann(integer, integer, text), fb_maintain(text, boolean) FROM PUBLIC;
+REVOKE ALL ON feedback_slice_indexes, feedback_index_status FROM PUBLIC;
+GRANT SELECT ON feedback_slice_indexes, feedback_index_status TO feedback_reviewer;
+GRANT EXECUTE ON FUNCTION fb_eval_ann(integer, integer, text), _fb_lexical_terms(text, text, integer),
+                          _fb_slice_index(text, text) TO feedback_reviewer;
