@@ -39,6 +39,7 @@ FB_SCALE_QUERIES (40), FB_SCALE_KEEP (leave the cluster running), FB_SCALE_SKIP_
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -53,7 +54,7 @@ from common import ROOT, connect   # noqa: E402
 PORT = int(os.environ.get("FB_SCALE_PORT", "5446"))
 SOURCE_PORT = int(os.environ.get("FB_SCALE_SOURCE_PORT", "5433"))
 SIZES = [int(x) for x in os.environ.get("FB_SCALE_SIZES", "10000,100000,1000000").split(",") if x.strip()]
-TUNE_AT = int(os.environ.get("FB_SCALE_TUNE_AT", "100000"))
+TUNE_AT = int(os.environ.get("FB_SCALE_TUNE_AT", "0"))   # 0: no m / ef_construction variants
 QUERIES = int(os.environ.get("FB_SCALE_QUERIES", "40"))
 DATADIR = ROOT / ".run" / "scale-pgdata"
 SERVER_SETTINGS = {"shared_buffers": "6GB", "maintenance_work_mem": "4GB", "max_parallel_maintenance_workers": "1",
@@ -106,6 +107,11 @@ def measure_size(n, real, picked, warm, vecs_cache, largest):
     db = sd.dbname(n)
     info = sd.ensure(PORT, n, real, log=log)
     r = {"info": info}
+    log(f"{db}: fb_maintain (slice indexes)")
+    r["maintain"] = sm.maintain(PORT, db)
+    built = [a for a in r["maintain"]["actions"] if a["action"] == "built"]
+    log(f"{db}: fb_maintain in {r['maintain']['seconds']:.1f} s: {len(built)} built, "
+        f"{sum(1 for a in r['maintain']['actions'] if a['action'] == 'kept')} kept")
     log(f"{db}: prewarming")
     r["prewarm_s"], r["prewarm_pages"] = sm.prewarm(PORT, db)
     r["sizes"] = sm.sizes(PORT, db, n)   # now (rolled-back writes of earlier runs leave index pages behind)
@@ -122,7 +128,7 @@ def measure_size(n, real, picked, warm, vecs_cache, largest):
     for label, task_type, size in sm.targets(info, picked):
         pairs = sm.pairs_for(picked, task_type)
         pairs_by_type[label] = pairs
-        t = {"size": size}
+        t = {"size": size, "task_type": task_type or pairs[0][1]}
         log(f"{db}: {label} ({size:,} notes): fb_retrieve latency")
         t["retrieve_default"] = sm.retrieve_latency(PORT, db, pairs, warm, None)
         t["retrieve_cosine"] = sm.retrieve_latency(PORT, db, pairs, warm, False)
@@ -139,14 +145,8 @@ def measure_size(n, real, picked, warm, vecs_cache, largest):
             t["agreement"] = sm.agreement(t["retrieve_default"], t["retrieve_exact"])
             t["agreement_cosine"] = sm.agreement(t["retrieve_cosine"], t["retrieve_exact_cosine"])
         r["types"][label] = t
-    r["partial"] = {}
-    for label in ("scale_1pct", "scale_10pct"):
-        if info["type_sizes"][label] >= 1000:
-            log(f"{db}: partial HNSW index for {label}")
-            r["partial"][label] = sm.partial_index(PORT, db, label, pairs_by_type[label], vecs_cache, key,
-                                                   exact_by_type[label])
     variants = VARIANTS if n == TUNE_AT else VARIANTS_LARGEST if (
-        n == max(SIZES) and n >= 1_000_000 and os.environ.get("FB_SCALE_TUNE_LARGEST", "1") != "0") else ()
+        n == max(SIZES) and n >= 1_000_000 and os.environ.get("FB_SCALE_TUNE_LARGEST", "0") != "0") else ()
     if variants:
         cached = sd.meta(PORT, db, "variants")
         if cached and not os.environ.get("FB_SCALE_RETUNE") and set(cached) >= {f"{m},{e}" for m, e in variants}:
@@ -200,11 +200,35 @@ def by_type(results, sizes):
     return [(n, label, t) for n in sizes for label, t in results[n]["types"].items()]
 
 
+def path_of(r, label, t):
+    """How fb_retrieve searched a measured task type: its feedback_index_status row after fb_maintain."""
+    st = (r.get("maintain") or {}).get("status", {})
+    name = t.get("task_type")
+    if name in st:
+        return st[name]["search"]
+    return "exact" if t["size"] <= int(r["settings"]["pg_feedback.exact_scan_limit"]) else "global index"
+
+
+def summary_lines(results):
+    """One line per size, as issue 22 asks: the lowest candidate recall@20 (auto path vs exact) over the measured
+    task types, the highest default and cosine fb_retrieve p50, and ingest through the model with merging on."""
+    out = []
+    for n in sorted(results, key=int):
+        r = results[n]
+        types = r["types"].values()
+        out.append(f"scale {int(n)}: candidate_recall_min={min(t['candidates']['auto']['recall'] for t in types):.3f} "
+                   f"p50_default_max_ms={max(t['retrieve_default']['p50'] for t in types):.1f} "
+                   f"p50_cosine_max_ms={max(t['retrieve_cosine']['p50'] for t in types):.1f} "
+                   f"ingest_merge_rows_s={r['ingest_default']['rows_per_s']:.1f}")
+    return out
+
+
 def report(results, env):
     L = []
     sizes = sorted(results, key=int)
     lab = {n: sd.label(int(n)) for n in sizes}
     L.append("# pg_feedback scale curve (`make scale`)\n")
+    L.append("```text\n" + "\n".join(summary_lines(results)) + "\n```\n")
     L.append(f"Run {env['started']} – {env['finished']} ({env['minutes']:.1f} min). Machine: {env['machine']['cpu']}, "
              f"{env['machine']['cores']} cores, {env['machine']['ram_gb']} GB RAM (shared VM: load averages "
              f"1/5/15 min recorded with each timing). Server: {json.dumps(env['server'])}; pg_feedback "
@@ -236,6 +260,25 @@ def report(results, env):
         if notes:
             L.append(f"HNSW build notices at {int(n):,}: {'; '.join(notes)}")
     L.append("")
+    # Slice indexes
+    L.append("## Slice indexes (`fb_maintain()` at its defaults)\n")
+    table(L, "| notes | slices indexed | built now (kept) | fb_maintain s | largest build | slice index bytes per "
+             "indexed note | recall at build (fb_eval_ann, 20 notes each): min / mean | load |")
+    for n in sizes:
+        m = results[n].get("maintain")
+        if not m:
+            continue
+        idx = [v for v in m["status"].values() if v["search"] == "slice index"]
+        built = [a for a in m["actions"] if a["action"] == "built"]
+        kept = sum(1 for a in m["actions"] if a["action"] == "kept")
+        rec = [v["recall"] for v in idx if v["recall"] is not None]
+        per_note = sum(v["index_bytes"] or 0 for v in idx) / max(sum(v["notes"] for v in idx), 1)
+        big = max(built, key=lambda a: a["notes"], default=None)
+        L.append(f"| {int(n):,} | {len(idx)} | {len(built)} ({kept}) | {m['seconds']:.1f} | "
+                 + (f"{big['notes']:,} notes in {big['build_ms'] / 1000:.1f} s" if big else "–")
+                 + f" | {per_note:,.0f} | "
+                 + (f"{min(rec):.3f} / {statistics.mean(rec):.3f}" if rec else "–") + f" | {la(m['load'])} |")
+    L.append("")
     # Sizes
     built = lambda n: results[n]["info"].get("sizes_built") or results[n]["sizes"]
     L.append("## Size per note (bytes; total in brackets), as built\n")
@@ -259,7 +302,7 @@ def report(results, env):
              "rerank => false p50 / p95 | hybrid = off p50 / p95 | load (default row) |")
     for n, label, t in by_type(results, sizes):
         d, c = t["retrieve_default"], t["retrieve_cosine"]
-        path = "exact" if t["size"] <= int(results[n]["settings"]["pg_feedback.exact_scan_limit"]) else "HNSW"
+        path = path_of(results[n], label, t)
         h = t["retrieve_nohybrid"]
         L.append(f"| {int(n):,} | {label} ({t['size']:,}) | {path} | **{d['p50']:.0f} / {d['p95']:.0f}** | "
                  f"{d['pairs']:.1f} | {d['rows']:.2f} | {c['p50']:.0f} / {c['p95']:.0f} | "
@@ -282,8 +325,9 @@ def report(results, env):
     L.append("")
     # Candidates
     L.append("## Candidate stage: recall@20 against exact search (ms are p50 of the SQL call)\n")
-    L.append("*auto* is what fb_retrieve runs (exact at ≤ `exact_scan_limit` = 5,000 notes, else HNSW with "
-             "iterative scan, ef_search 400); *HNSW forced* takes the index path whatever the size; *nearest found*: "
+    L.append("*auto* is what fb_retrieve runs (the task type's slice index when fb_maintain built one, else exact "
+             "at ≤ `exact_scan_limit` notes, else the global HNSW index; iterative scan, ef_search 400); *HNSW forced* "
+             "takes the index path (slice index if any) whatever the size; *nearest found*: "
              "share of queries whose exact nearest note is the path's first; *lesson recall*: share of the distinct "
              "sample lessons among the exact 20 (variants of one lesson count once) that the path's 20 include; "
              "*full-text* is the hybrid stage (`_fb_lexical_candidates`, 20 rows). Best cosine: mean similarity of "
@@ -412,6 +456,8 @@ def main():
     md = report(results, env)
     OUT_MD.write_text(md + "\n")
     print(md)
+    for line in summary_lines(results):
+        print(line)
     log(f"written {OUT_MD.relative_to(ROOT)} and {OUT_JSON.relative_to(ROOT)}")
 
 

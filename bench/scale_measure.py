@@ -194,8 +194,9 @@ def candidate_stage(port, db, pairs, vecs, key):
                 scores[mode].append(_score([(r[0], r[1]) for r in rows], exact))
                 ms[mode].append(m)
             t0 = time.perf_counter()
-            c.execute("SELECT count(*) FROM _fb_lexical_candidates(%s::vector, _fb_search_terms(%s), %s, 20)",
-                      (vecs[q], q, t)).fetchone()
+            c.execute("SELECT count(*) FROM _fb_lexical_candidates(%s::vector, _fb_lexical_terms(%s, %s, "
+                      "current_setting('pg_feedback.lexical_rank_limit')::integer), %s, 20)",
+                      (vecs[q], q, t, t)).fetchone()
             lexical_ms.append((time.perf_counter() - t0) * 1000)
     res = {m: _summary(scores[m], ms[m]) for m in scores}
     res["lexical_p50"] = statistics.median(lexical_ms)
@@ -376,6 +377,24 @@ def merge_check(port, db, samples=20, seed=5):
             out["scoped" if scoped else "unscoped"] = {"p50": statistics.median(ms), "p95": percentile(ms, 95)}
         out["load"] = loadavg()
     return out
+
+
+def maintain(port, db):
+    """fb_maintain() at its defaults: the slice indexes the store needs (kept when a reused dataset has them), with
+    each new one's build time and the recall fb_eval_ann measured right after; then feedback_index_status."""
+    with connect(port, db) as c:
+        c.execute("SELECT setseed(0.17)")
+        load = loadavg()
+        t0 = time.perf_counter()
+        rows = c.execute("SELECT task_type, notes, action, index_name, build_ms, recall FROM fb_maintain()").fetchall()
+        seconds = time.perf_counter() - t0
+        status = c.execute("SELECT task_type, notes, search, index_bytes, build_ms, recall, recall_queries "
+                           "FROM feedback_index_status").fetchall()
+    return {"seconds": seconds, "load": load, "load_after": loadavg(),
+            "actions": [dict(zip(("task_type", "notes", "action", "index_name", "build_ms", "recall"), r))
+                        for r in rows],
+            "status": {r[0]: dict(zip(("notes", "search", "index_bytes", "build_ms", "recall", "recall_queries"),
+                                      r[1:])) for r in status}}
 
 
 def vacuum(port, db):

@@ -97,7 +97,8 @@ impl Tally {
 #[test]
 fn injection_corpus() {
     let model = learned::shipped().expect("data/guard/screen_model.bin is a model").clone();
-    let authors: Vec<(&str, Vec<Row>)> = std::iter::once("project").chain(INDEPENDENT_AUTHORS).map(|a| (a, load_author(a))).collect();
+    let authors: Vec<(&str, Vec<Row>)> =
+        std::iter::once("project").chain(INDEPENDENT_AUTHORS).map(|a| (a, load_author(a))).collect();
     let samples = sample_notes();
     let mut report = String::new();
     let mut failures = Vec::new();
