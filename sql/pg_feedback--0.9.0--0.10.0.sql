@@ -330,7 +330,7 @@ BEGIN
             INSERT INTO feedback_slice_indexes (task_type, slot, index_name, notes, build_ms)
             VALUES (r.task_type, act, name_, r.notes, ms);
             rec := NULL;
-            IF measure THEN
+            IF coalesce(measure, true) THEN
                 SELECT e.recall, e.queries INTO rec, queries
                   FROM fb_eval_ann(20, 20, r.task_type) e WHERE e.task_type = r.task_type;
                 UPDATE feedback_slice_indexes s SET recall = rec, recall_queries = queries, measured_at = now()

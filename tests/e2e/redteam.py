@@ -173,7 +173,8 @@ def test_f10_id_counter_and_other_outcomes_are_not_exposed():
             " JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_feedback'"
             " CROSS JOIN (VALUES ('feedback_reader'), ('feedback_writer')) r(rolname)"
             " WHERE p.proname ~ '^_fb_(next_note_id|resubmit|ingest_outcomes|log_retrieval|build_prompt|candidates|"
-            "clean_note|cleaned|count_reports|merge_near_duplicates|rerank_selective|rank_notes|first_stage)'"
+            "clean_note|cleaned|count_reports|merge_near_duplicates|rerank_selective|rank_notes|first_stage|"
+            "slice_index|lexical_terms|lexical_candidates)'"
             " AND has_function_privilege(r.rolname, p.oid, 'EXECUTE')").fetchall()
         assert not exposed, exposed
 
