@@ -6,6 +6,8 @@ Each text is encoded on its own (no padding), truncated to the model's max_token
 The int8 graphs quantize activations with one scale per batch tensor, so a text's output depends slightly on its
 batch-mates: the "batched" references group texts exactly as the extension does (consecutive chunks of BATCH,
 each one run padded to the longest with the real attention mask), so the Rust batched path is checked too.
+The int8 kernels differ between instruction sets (AVX2, AVX-512 VNNI), so reference.json keeps one section per
+instruction set; a run replaces only the section of the machine it runs on.
 Run: .venv/bin/python scripts/make_reference_vectors.py MODEL_DIR   (make fixtures)
 """
 
@@ -89,16 +91,28 @@ def rerank(model_dir: Path, name: str, pairs):
     return single, batched
 
 
+def isa():
+    """Which int8 kernels ONNX Runtime runs here: the outputs differ between them (a cross-encoder logit by up to
+    ~0.25, an embedding to cosine ~0.996), so the references are kept per instruction set."""
+    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("flags")), [])
+    return "avx512vnni" if "avx512_vnni" in flags else "avx2"
+
+
 def main():
     model_dir = Path(sys.argv[1])
     sentences = (FIXTURES / "sentences.txt").read_text().splitlines()
     pairs = [line.split("\t") for line in (FIXTURES / "rerank_pairs.tsv").read_text().splitlines()]
-    ref = {"batch_size": BATCH, "embeddings": {}, "embeddings_batched": {}}
+    ref = {"embeddings": {}, "embeddings_batched": {}}
     for name in ("bge-small-en-v1.5", "all-MiniLM-L6-v2"):
         ref["embeddings"][name], ref["embeddings_batched"][name] = embed(model_dir, name, sentences)
     ref["rerank"], ref["rerank_batched"] = rerank(model_dir, "ms-marco-MiniLM-L-12-v2", pairs)
-    (FIXTURES / "reference.json").write_text(json.dumps(ref) + "\n")
-    print(f"wrote {FIXTURES / 'reference.json'}: {len(sentences)} sentences, {len(pairs)} pairs")
+    path = FIXTURES / "reference.json"
+    whole = json.loads(path.read_text()) if path.exists() else {}
+    whole["batch_size"] = BATCH
+    whole.setdefault("by_isa", {})[isa()] = ref   # the other instruction sets' sections stay
+    path.write_text(json.dumps(whole) + "\n")
+    print(f"wrote the {isa()} section of {path}: {len(sentences)} sentences, {len(pairs)} pairs")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,19 @@ pub fn config() -> HostConfig {
 }
 
 #[allow(dead_code)] // not every test binary reads fixtures
+/// The instruction set whose int8 kernels ONNX Runtime runs on this machine, as scripts/make_reference_vectors.py
+/// names it: "avx512vnni" or "avx2".
+#[allow(dead_code)] // only the reference tests read it
+pub fn isa() -> &'static str {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags = cpuinfo.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+    if flags.split_whitespace().any(|f| f == "avx512_vnni") {
+        "avx512vnni"
+    } else {
+        "avx2"
+    }
+}
+
 pub fn fixture(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
