@@ -292,6 +292,8 @@ DECLARE
     rec real;
     queries integer;
 BEGIN
+    -- One at a time: two runs would both build the same index.
+    PERFORM pg_advisory_xact_lock(hashtext('pg_feedback.fb_maintain'));
     vec := CASE act WHEN 1 THEN 'embedding' ELSE 'embedding_alt' END;
     -- Slices of a slot no longer active (after fb_switch_model) are not searched: drop them.
     FOR r IN SELECT s.task_type, s.index_name FROM feedback_slice_indexes s
