@@ -19,8 +19,8 @@ sys.path.append(str(ROOT / "tests" / "e2e"))
 from harness import fresh_database  # noqa: E402,F401 - re-exported for the benchmark modules
 
 
-def connect(port, db, autocommit=True):
-    return psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname=db, autocommit=autocommit)
+def connect(port, db, autocommit=True, user="postgres"):
+    return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname=db, autocommit=autocommit)
 
 
 def percentile(xs, p):

@@ -36,11 +36,18 @@ import numpy as np
 from common import ROOT, connect
 
 CACHE = ROOT / ".run" / "scale" / "real_notes.npz"
-LAYOUT_VERSION = 4          # bump when the generator or the layout changes: datasets are rebuilt
+LAYOUT_VERSION = 5          # bump when the generator or the layout changes: datasets are rebuilt
 SEED = 20261201
 SELECTIVE = (("scale_10pct", 0.10), ("scale_1pct", 0.01), ("scale_0_1pct", 0.001))
 SOURCE_DB = "feedback_bench_100k"
-COLUMNS = ("task_type", "wrong_answer", "correction", "lesson", "embedding", "embedding_model", "source")
+COLUMNS = ("task_type", "wrong_answer", "correction", "lesson", "embedding", "embedding_model", "source", "tenant")
+# Tenants: half the notes are shared (tenant NULL), the other half spread evenly over TENANTS tenant roles. The
+# measurements' tenant role (TENANT_LOGIN) belongs to one of them and to feedback_reviewer (to call the candidate
+# search directly), so it sees the shared notes and its tenant's: about half of every task type.
+TENANTS = 100
+SHARED_SHARE = 0.5
+TENANT_LOGIN = "scale_tenant_reader"
+MEASURED_TENANT = "scale_t07"
 
 
 @dataclass
@@ -287,17 +294,42 @@ def _field(b):
     return struct.pack(">i", len(b)) + b
 
 
-def copy_rows(types, wrong, corr, lesson, X, key, source="scale"):
-    """Binary COPY data for COLUMNS, one bytes object per row (vectors in pgvector's binary format)."""
+def tenant_name(i):
+    return f"scale_t{i:02d}"
+
+
+def tenants(n):
+    """The tenant of each of n notes (None: shared), deterministic."""
+    rng = np.random.default_rng(SEED + 7 * n)
+    shared = rng.random(n) < SHARED_SHARE
+    which = rng.integers(0, TENANTS, n)
+    return [None if s else tenant_name(int(t)) for s, t in zip(shared.tolist(), which.tolist())]
+
+
+def ensure_roles(port):
+    """The tenant roles and the measurements' login role (cluster-wide, kept between runs)."""
+    with connect(port, "postgres") as c:
+        for name in [tenant_name(i) for i in range(TENANTS)] + [TENANT_LOGIN]:
+            if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
+                c.execute(f'CREATE ROLE "{name}" {"LOGIN" if name == TENANT_LOGIN else "NOLOGIN"}')
+        c.execute(f'GRANT "{MEASURED_TENANT}" TO "{TENANT_LOGIN}"')
+
+
+def copy_rows(types, wrong, corr, lesson, X, key, source="scale", tenant=None):
+    """Binary COPY data for COLUMNS, one bytes object per row (vectors in pgvector's binary format); tenant: one
+    per row (None: shared) or None for all shared."""
     dim = X.shape[1]
     vec_head = struct.pack(">hh", dim, 0)
     big = X.astype(">f4")
     key_f = _field(key.encode())
     src_f = _field(source.encode())
+    null_f = struct.pack(">i", -1)
     nf = struct.pack(">h", len(COLUMNS))
     for i in range(len(types)):
+        t = tenant[i] if tenant is not None else None
         yield b"".join((nf, _field(types[i].encode()), _field(wrong[i].encode()), _field(corr[i].encode()),
-                        _field(lesson[i].encode()), _field(vec_head + big[i].tobytes()), key_f, src_f))
+                        _field(lesson[i].encode()), _field(vec_head + big[i].tobytes()), key_f, src_f,
+                        null_f if t is None else _field(t.encode())))
 
 
 def copy_in(conn, rows_iter, chunk_bytes=1 << 20):
@@ -365,6 +397,7 @@ def build(port, n, real, log=print, copy_rows_per_statement=50_000):
         c.execute("SET client_min_messages = warning")
         c.execute("CREATE EXTENSION pg_feedback CASCADE")
         c.execute("CREATE TABLE scale_meta (key text PRIMARY KEY, value jsonb NOT NULL)")
+        c.execute(f'GRANT feedback_reviewer TO "{TENANT_LOGIN}"')
         c.execute("SELECT * FROM _fb_lock_active_model()")   # pins the model in slot 1 (as a first note would)
         key = c.execute("SELECT fb_embedding_model()").fetchone()[0]
         if key != real.key:
@@ -386,6 +419,9 @@ def build(port, n, real, log=print, copy_rows_per_statement=50_000):
     lesson = lessons(real, src)
     wrong = [real.wrong[s] for s in src.tolist()]
     corr = [real.corr[s] for s in src.tolist()]
+    tenant = tenants(n)
+    info["tenants"] = {"tenants": TENANTS, "shared_share": SHARED_SHARE,
+                       "shared": sum(1 for t in tenant if t is None), "measured_tenant": MEASURED_TENANT}
     info["generate_s"] = time.perf_counter() - t0
     info["vectors"] = vec_report
     info["type_sizes"] = {name: int((types == name).sum()) for name, _ in SELECTIVE}
@@ -399,7 +435,8 @@ def build(port, n, real, log=print, copy_rows_per_statement=50_000):
         c.execute("SET pg_feedback.restore_mode = on")
         for s in range(0, n, copy_rows_per_statement):
             e = min(n, s + copy_rows_per_statement)
-            copy_in(c, copy_rows(types[s:e], wrong[s:e], corr[s:e], lesson[s:e], X[s:e], real.key))
+            copy_in(c, copy_rows(types[s:e], wrong[s:e], corr[s:e], lesson[s:e], X[s:e], real.key,
+                                 tenant=tenant[s:e]))
             if (e // copy_rows_per_statement) % 5 == 0 or e == n:
                 log(f"  {db}: {e:,}/{n:,} rows copied ({e / (time.perf_counter() - t0):,.0f} rows/s)")
     copy_s = time.perf_counter() - t0
@@ -440,6 +477,7 @@ def build(port, n, real, log=print, copy_rows_per_statement=50_000):
 
 def ensure(port, n, real, log=print):
     """The scale database of n notes: reused when complete and of this layout, else built. Returns its build info."""
+    ensure_roles(port)
     info = meta(port, dbname(n))
     if info and info.get("layout_version") == LAYOUT_VERSION and info.get("notes") == n:
         with connect(port, dbname(n)) as c:   # a newer released version installed since: the users' path

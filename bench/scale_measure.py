@@ -110,11 +110,12 @@ def embed_questions(port, db, texts):
 # fb_retrieve latency
 # ---------------------------------------------------------------------------------------------------------------
 
-def retrieve_latency(port, db, pairs, warm, rerank, settings=None):
+def retrieve_latency(port, db, pairs, warm, rerank, settings=None, user="postgres"):
     """p50/p95 ms of fb_retrieve over pairs in a new connection after warm questions; rows and cross-encoder pairs
-    per query. rerank None: the defaults (selective reranking); False: cosine only. settings: SET first."""
+    per query. rerank None: the defaults (selective reranking); False: cosine only. settings: SET first. user: the
+    role retrieving (a tenant's role sees the shared notes and its tenant's)."""
     arg = "" if rerank is None else ", rerank => false"
-    with connect(port, db) as c:
+    with connect(port, db, user=user) as c:
         for name, value in (settings or {}).items():
             c.execute(f"SET {name} = '{value}'")
         c.execute("SELECT fb_embed_query('warm-up'), fb_rerank('warm', ARRAY['up'])")
@@ -170,7 +171,7 @@ def _summary(scores, ms):
     return out
 
 
-def candidate_stage(port, db, pairs, vecs, key):
+def candidate_stage(port, db, pairs, vecs, key, user="postgres"):
     """Per path (exact, HNSW iterative scan as shipped, auto = what fb_retrieve takes): candidates returned,
     recall@20 against exact, nearest note found, lesson recall, p50/p95 ms; the full-text stage's p50/p95; the
     best cosine (exact top 1). Returns also the exact (id, lesson) lists."""
@@ -178,7 +179,7 @@ def candidate_stage(port, db, pairs, vecs, key):
     ms = {m: [] for m in scores}
     lexical_ms, best, exact_rows = [], [], []
     sql = "SELECT id, lesson, distance FROM _fb_candidates(%s::vector, %s, %s, '{}')"
-    with connect(port, db) as c:
+    with connect(port, db, user=user) as c:
         for q, t in pairs:   # warm
             c.execute(sql.format("auto"), (vecs[q], t, K)).fetchall()
         load = loadavg()
@@ -319,9 +320,10 @@ def _new_notes(real, info, count, seed, case_base):
     return out
 
 
-def ingest_write_path(port, db, real, info, count=500, dedup_default=True):
-    """fb_ingest_batch of count new notes in one call (the trigger embeds them in batched model runs, merges
-    near-duplicates at pg_feedback.dup_threshold), rolled back. rows/s and what became of them."""
+def ingest_write_path(port, db, real, info, count=500, dedup_default=True, tenant=sd.MEASURED_TENANT):
+    """fb_ingest_batch of count new notes of one tenant in one call (the trigger embeds them in batched model runs,
+    compares each with its near neighbours of that tenant and merges or holds them), rolled back. rows/s and what
+    became of them."""
     notes = _new_notes(real, info, count, seed=99, case_base=9_000_000)
     with connect(port, db, autocommit=False) as c:
         if not dedup_default:
@@ -331,12 +333,13 @@ def ingest_write_path(port, db, real, info, count=500, dedup_default=True):
         t0 = time.perf_counter()
         actions = c.execute(
             "SELECT action, count(*) FROM fb_ingest_batch(ARRAY(SELECT ROW(t, w, c, l, 'scale')::fb_note_input "
-            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS u(t, w, c, l))) GROUP BY 1",
-            ([x[0] for x in notes], [x[1] for x in notes], [x[2] for x in notes], [x[3] for x in notes])).fetchall()
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS u(t, w, c, l)), tenant => %s) GROUP BY 1",
+            ([x[0] for x in notes], [x[1] for x in notes], [x[2] for x in notes], [x[3] for x in notes],
+             tenant)).fetchall()
         seconds = time.perf_counter() - t0
         c.rollback()
     return {"rows_per_s": count / seconds, "seconds": seconds, "actions": dict(actions), "dup_threshold": threshold,
-            "load": load, "load_after": loadavg()}
+            "tenant": tenant, "load": load, "load_after": loadavg()}
 
 
 def restore_copy_indexed(port, db, real, info, count=5000):
@@ -368,13 +371,15 @@ def merge_check(port, db, samples=20, seed=5):
         notes = c.execute("SELECT embedding::text, task_type FROM feedback_notes TABLESAMPLE BERNOULLI (1) REPEATABLE (5) "
                           "WHERE task_type NOT LIKE 'scale\\_%%' ORDER BY random() LIMIT %s", (samples,)).fetchall()
         out = {}
-        for scoped in (True, False):
+        for label, tenant, scoped in (("scoped", None, True), ("unscoped", None, False),
+                                      ("scoped_tenant", sd.MEASURED_TENANT, True)):
             ms = []
             for v, t in notes:
                 t0 = time.perf_counter()
-                c.execute("SELECT count(*) FROM _fb_candidates(%s::vector, %s, 2, 'auto', NULL, %s)", (v, t, scoped))
+                c.execute("SELECT count(*) FROM _fb_candidates(%s::vector, %s, 2, 'auto', %s, %s)",
+                          (v, t, tenant, scoped))
                 ms.append((time.perf_counter() - t0) * 1000)
-            out["scoped" if scoped else "unscoped"] = {"p50": statistics.median(ms), "p95": percentile(ms, 95)}
+            out[label] = {"p50": statistics.median(ms), "p95": percentile(ms, 95)}
         out["load"] = loadavg()
     return out
 
