@@ -39,6 +39,22 @@ COMMENT ON FUNCTION _fb_slice_index(text, text) IS
     'Internal: the name of the valid partial HNSW index fb_maintain built for a task_type on a vector column, or '
     'NULL.';
 
+-- The one definition of a slice index: fb_maintain runs it, feedback_index_status shows it CONCURRENTLY.
+CREATE FUNCTION _fb_slice_index_statement(p_task_type text, slot smallint, by_hand boolean DEFAULT false,
+                                          OUT index_name name, OUT statement text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        SELECT n.name, format('CREATE INDEX %s%I ON %I.feedback_notes USING hnsw (%I vector_cosine_ops) '
+                              'WHERE (task_type = %L) IS TRUE AND status = ''active''',
+                              CASE WHEN by_hand THEN 'CONCURRENTLY ' ELSE '' END, n.name, '@extschema@',
+                              CASE slot WHEN 1 THEN 'embedding' WHEN 2 THEN 'embedding_alt' END, p_task_type)
+          FROM (SELECT ('feedback_notes_slice_' || left(md5(p_task_type || '/' || slot), 16) || '_idx')::name) n(name);
+    END;
+COMMENT ON FUNCTION _fb_slice_index_statement(text, smallint, boolean) IS
+    'Internal: the name of a task_type''s slice index on a vector slot and the CREATE INDEX statement that builds '
+    'it (by_hand: CONCURRENTLY, to run outside a transaction).';
+
 CREATE OR REPLACE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto',
                                p_tenant text DEFAULT NULL, scoped boolean DEFAULT false, model text DEFAULT NULL)
     RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz)
@@ -197,7 +213,8 @@ CREATE OR REPLACE FUNCTION _fb_first_stage(query text, q vector(384), p_task_typ
         WITH settings AS (
             SELECT _fb_setting('pg_feedback.hybrid')::boolean AS hybrid,
                    _fb_setting('pg_feedback.hybrid_candidates')::integer AS lexical_k,
-                   _fb_setting('pg_feedback.rrf_k')::integer AS rrf_k
+                   _fb_setting('pg_feedback.rrf_k')::integer AS rrf_k,
+                   _fb_setting('pg_feedback.lexical_rank_limit')::integer AS rank_limit
         ), dense AS (
             SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
                    row_number() OVER (ORDER BY c.distance, c.id) AS r
@@ -206,9 +223,8 @@ CREATE OR REPLACE FUNCTION _fb_first_stage(query text, q vector(384), p_task_typ
             SELECT c.id, c.lesson, c.correction, c.distance, c.created_at,
                    row_number() OVER (ORDER BY c.text_rank DESC, c.id) AS r
               FROM settings s
-             CROSS JOIN LATERAL _fb_lexical_candidates(
-                 q, _fb_lexical_terms(query, p_task_type, _fb_setting('pg_feedback.lexical_rank_limit')::integer),
-                 p_task_type, s.lexical_k, model) c
+             CROSS JOIN LATERAL _fb_lexical_candidates(q, _fb_lexical_terms(query, p_task_type, s.rank_limit),
+                                                       p_task_type, s.lexical_k, model) c
              WHERE s.hybrid
         )
         SELECT coalesce(d.id, l.id), coalesce(d.lesson, l.lesson), coalesce(d.correction, l.correction),
@@ -282,11 +298,12 @@ CREATE FUNCTION fb_maintain(p_task_type text DEFAULT NULL, measure boolean DEFAU
 DECLARE
     min_notes bigint := _fb_setting('pg_feedback.slice_index_min')::bigint;
     act smallint := _fb_active_slot();
-    vec text;
+    vec text := (SELECT c.vec FROM _fb_vector_column(NULL) c);
     only_type text := CASE WHEN p_task_type IS NOT NULL THEN _fb_task_type(p_task_type) END;
     r record;
     plan jsonb;
-    name_ text;
+    name_ name;
+    ddl text;
     t0 timestamptz;
     ms double precision;
     rec real;
@@ -294,7 +311,6 @@ DECLARE
 BEGIN
     -- One at a time: two runs would both build the same index.
     PERFORM pg_advisory_xact_lock(hashtext('pg_feedback.fb_maintain'));
-    vec := CASE act WHEN 1 THEN 'embedding' ELSE 'embedding_alt' END;
     -- Slices of a slot no longer active (after fb_switch_model) are not searched: drop them.
     FOR r IN SELECT s.task_type, s.index_name FROM feedback_slice_indexes s
               WHERE s.slot <> act AND (only_type IS NULL OR s.task_type = only_type) LOOP
@@ -320,17 +336,18 @@ BEGIN
             RETURN QUERY SELECT r.task_type, r.notes, 'dropped'::text, r.index_name, NULL::double precision,
                                 NULL::real;
         ELSIF r.notes >= greatest(min_notes, 1) AND NOT coalesce(r.usable, false) THEN
-            name_ := 'feedback_notes_slice_' || left(md5(r.task_type || '/' || act), 16) || '_idx';
+            SELECT d.index_name, d.statement INTO name_, ddl FROM _fb_slice_index_statement(r.task_type, act) d;
             t0 := clock_timestamp();
             IF to_regclass(quote_ident(name_)) IS NOT NULL THEN   -- an invalid one a failed build by hand left
                 EXECUTE format('DROP INDEX %I', name_);
             END IF;
-            EXECUTE format('CREATE INDEX %I ON feedback_notes USING hnsw (%I vector_cosine_ops) '
-                           'WHERE (task_type = %L) IS TRUE AND status = ''active''', name_, vec, r.task_type);
+            EXECUTE ddl;
             ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
-            DELETE FROM feedback_slice_indexes s WHERE s.task_type = r.task_type AND s.slot = act;
-            INSERT INTO feedback_slice_indexes (task_type, slot, index_name, notes, build_ms)
-            VALUES (r.task_type, act, name_, r.notes, ms);
+            INSERT INTO feedback_slice_indexes AS s (task_type, slot, index_name, notes, build_ms)
+            VALUES (r.task_type, act, name_, r.notes, ms)
+            ON CONFLICT (task_type, slot) DO UPDATE
+               SET index_name = excluded.index_name, notes = excluded.notes, built_at = now(),
+                   build_ms = excluded.build_ms, recall = NULL, recall_queries = NULL, measured_at = NULL;
             rec := NULL;
             IF coalesce(measure, true) THEN
                 SELECT e.recall, e.queries INTO rec, queries
@@ -338,7 +355,7 @@ BEGIN
                 UPDATE feedback_slice_indexes s SET recall = rec, recall_queries = queries, measured_at = now()
                  WHERE s.index_name = name_;
             END IF;
-            RETURN QUERY SELECT r.task_type, r.notes, 'built'::text, name_::name, ms, rec;
+            RETURN QUERY SELECT r.task_type, r.notes, 'built'::text, name_, ms, rec;
         ELSIF r.index_name IS NOT NULL THEN
             RETURN QUERY SELECT r.task_type, r.notes, 'kept'::text, r.index_name,
                                 NULL::double precision, NULL::real;
@@ -365,13 +382,8 @@ SELECT coalesce(c.task_type, s.task_type) AS task_type,
        s.notes AS notes_at_build, s.built_at, s.build_ms, s.recall, s.recall_queries, s.measured_at,
        CASE WHEN s.index_name IS NULL AND coalesce(c.notes, 0) >= _fb_setting('pg_feedback.slice_index_min')::bigint
             THEN 'fb_maintain builds one' END AS next_step,
-       format('CREATE INDEX CONCURRENTLY %I ON %I.feedback_notes USING hnsw (%I vector_cosine_ops) '
-              'WHERE (task_type = %L) IS TRUE AND status = ''active''',
-              coalesce(s.index_name, 'feedback_notes_slice_'
-                                     || left(md5(coalesce(c.task_type, s.task_type) || '/' || _fb_active_slot()), 16)
-                                     || '_idx'),
-              '@extschema@', CASE _fb_active_slot() WHEN 1 THEN 'embedding' ELSE 'embedding_alt' END,
-              coalesce(c.task_type, s.task_type)) AS build_statement
+       (_fb_slice_index_statement(coalesce(c.task_type, s.task_type), _fb_active_slot(), true)).statement
+           AS build_statement
   FROM (SELECT n.task_type, count(*) AS notes FROM feedback_notes n WHERE n.status = 'active'
          GROUP BY n.task_type) c
   FULL JOIN (SELECT x.* FROM feedback_slice_indexes x WHERE x.slot = _fb_active_slot()) s
@@ -382,9 +394,11 @@ COMMENT ON VIEW feedback_index_status IS
     'index, exact, or the global HNSW index), its index, the index''s state and size, when fb_maintain built it '
     'and the recall fb_eval_ann measured then; build_statement builds it by hand without blocking writes.';
 
-REVOKE ALL ON FUNCTION _fb_slice_index(text, text), _fb_lexical_terms(text, text, integer),
+REVOKE ALL ON FUNCTION _fb_slice_index(text, text), _fb_slice_index_statement(text, smallint, boolean),
+                       _fb_lexical_terms(text, text, integer),
                        fb_eval_ann(integer, integer, text), fb_maintain(text, boolean) FROM PUBLIC;
 REVOKE ALL ON feedback_slice_indexes, feedback_index_status FROM PUBLIC;
 GRANT SELECT ON feedback_slice_indexes, feedback_index_status TO feedback_reviewer;
 GRANT EXECUTE ON FUNCTION fb_eval_ann(integer, integer, text), _fb_lexical_terms(text, text, integer),
-                          _fb_slice_index(text, text) TO feedback_reviewer;
+                          _fb_slice_index(text, text), _fb_slice_index_statement(text, smallint, boolean)
+   TO feedback_reviewer;

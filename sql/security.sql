@@ -111,6 +111,7 @@ GRANT EXECUTE ON FUNCTION
     _fb_candidates(vector, text, integer, text, text, boolean, text),
     _fb_lexical_candidates(vector, tsquery, text, integer, text), _fb_search_terms(text),
     _fb_lexical_terms(text, text, integer), _fb_slice_index(text, text),
+    _fb_slice_index_statement(text, smallint, boolean),
     _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text), _fb_retrieval_gucs(),
     _fb_settings_metadata(),
     _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_tenant_allowed(text),
