@@ -20,6 +20,8 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+sys.path.insert(0, str(FIXTURES.parent / "e2e"))
+from harness import isa  # noqa: E402  (the instruction set the references are kept under)
 BATCH = 4
 
 
@@ -89,14 +91,6 @@ def rerank(model_dir: Path, name: str, pairs):
         chunk = [tuple(p) for p in pairs[start:start + 2]]
         batched += [round(float(x[0]), 5) for x in run(sess, encode(tok, chunk), manifest["output"])]
     return single, batched
-
-
-def isa():
-    """Which int8 kernels ONNX Runtime runs here: the outputs differ between them (a cross-encoder logit by up to
-    ~0.25, an embedding to cosine ~0.996), so the references are kept per instruction set."""
-    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("flags")), [])
-    return "avx512vnni" if "avx512_vnni" in flags else "avx2"
 
 
 def main():

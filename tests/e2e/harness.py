@@ -8,6 +8,16 @@ import time
 import psycopg
 
 
+def isa():
+    """Which int8 kernels ONNX Runtime runs on this machine: "avx512vnni" or "avx2". Model outputs differ between
+    them (a cross-encoder logit by up to ~0.25), so figures measured on one are baselines for that one only
+    (scripts/make_reference_vectors.py, tests/e2e/code_inputs.py). crates/feedback_core/tests/common reads the
+    same flag."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    return "avx512vnni" if "avx512_vnni" in flags else "avx2"
+
+
 def connect(port, db, user="postgres", autocommit=True, **kwargs):
     return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname=db, autocommit=autocommit, **kwargs)
 

@@ -22,7 +22,7 @@ pub fn config() -> HostConfig {
 }
 
 #[allow(dead_code)] // not every test binary reads fixtures
-/// The instruction set whose int8 kernels ONNX Runtime runs on this machine, as scripts/make_reference_vectors.py
+/// The instruction set whose int8 kernels ONNX Runtime runs on this machine, as tests/e2e/harness.py (isa)
 /// names it: "avx512vnni" or "avx2".
 #[allow(dead_code)] // only the reference tests read it
 pub fn isa() -> &'static str {
