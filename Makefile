@@ -4,7 +4,8 @@
 #                      make install PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config (also ONNX Runtime and the models)
 #   make installcheck  pg_regress against a running server (default the demo: PGHOST 127.0.0.1, PGPORT $FB_PORT,
 #                      PGUSER postgres); REGRESS="embed notes" for a subset
-#   make test          set-up plus every test (check-versions, test-core, test-pg, e2e in both inference modes)
+#   make test          set-up plus every test (check-versions, test-core, test-pg, e2e in both inference modes:
+#                      everything with the worker, the model-path scripts without; FB_E2E_FULL=1 everything twice)
 #   make test-core     cargo test of the Postgres-free core crate (real models)
 #   make test-pg       cargo pgrx test: the #[pg_test]s inside a real Postgres 18 + pgvector
 #   make e2e           pg_regress and tests/e2e/*.py against fresh servers; SCRIPT="revisions matrix" (regress:

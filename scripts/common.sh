@@ -14,7 +14,9 @@ PY_SITE_GLOB="$VENV/lib/python3*/site-packages"
 # Postgres refuses to run as root: as root, servers run as this dedicated OS user.
 PG_OS_USER="${FB_PG_OS_USER:-pgfeedback}"
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Every step is logged with the time since the outermost script started (FB_T0), so a slow CI run shows where.
+export FB_T0="${FB_T0:-$(date +%s)}"
+log() { printf '\033[1m==> [%ss] %s\033[0m\n' "$(( $(date +%s) - FB_T0 ))" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 is_root() { [ "$(id -u)" = 0 ]; }
 

@@ -4,7 +4,8 @@
 #   1. plain `cargo test` of the Postgres-free core (real models, reference vectors from Python onnxruntime)
 #   2. `cargo pgrx test`: #[pg_test]s inside a real Postgres 18 + pgvector
 #   3. end to end through real clients against a freshly started server, twice: with pg_feedback preloaded (models
-#      run in the shared inference worker) and without (models run in each backend). pg_regress (psql), expected
+#      run in the shared inference worker: everything) and without (models run in each backend: pg_regress and the
+#      scripts about where models run, BACKEND_SCRIPTS below). pg_regress (psql), expected
 #      output (including error text) compared line by line, among it every released version installed and updated
 #      in turn (oldextversions); then every script in tests/e2e (psycopg, pg_dump, pg_restore, a streaming replica):
 #      16 concurrent writers and isolation levels, roles, the survival of notes through ALTER EXTENSION UPDATE from
@@ -15,6 +16,7 @@
 #   FB_TEST_ONLY=core|pg|e2e      one level (e2e installs the build first)
 #   FB_E2E_SCRIPTS="revisions"    only these tests/e2e scripts (names without .py; "regress" is pg_regress)
 #   FB_E2E_MODES="backend"        only these inference modes (worker, backend)
+#   FB_E2E_FULL=1                 every e2e script in backend mode too (default: BACKEND_SCRIPTS)
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 bash "$ROOT/scripts/setup.sh"
@@ -55,12 +57,22 @@ trap 'bash "$ROOT/scripts/pg.sh" stop "$e2e_data" >/dev/null 2>&1' EXIT
 
 # Runs pg_regress and the e2e scripts against a fresh server; $1 = worker (preloaded) or backend.
 # The e2e scripts: every tests/e2e file run as a program, in name order; worker.py only in worker mode; crash.py last
-# (it restarts every backend of the server).
+# (it restarts every backend of the server). Backend mode runs pg_regress and the scripts whose subject is where the
+# models run (BACKEND_SCRIPTS: model outputs, bad input and broken model files, caps and cancellation, concurrent
+# writers each loading the models, a streaming standby, a killed backend); the rest (roles, red team, revisions,
+# upgrades and restores, the README, retrieval quality) are the same SQL over the same model outputs, which
+# pg_regress compares in both modes, and run once, in worker mode. FB_E2E_FULL=1 runs every script in both modes.
+BACKEND_SCRIPTS="matrix flood concurrent_ingest replica crash"
 e2e_scripts() {
     local mode="$1" all
     all=$(cd "$ROOT/tests/e2e" && grep -l '^if __name__ == "__main__":' *.py | sed 's/\.py$//' | sort)
     for s in $all; do
-        case "$s" in crash) ;; worker) [ "$mode" = worker ] && echo "$s" ;; *) echo "$s" ;; esac
+        case "$s" in
+            crash) ;;
+            worker) [ "$mode" = worker ] && echo "$s" ;;
+            *) if [ "$mode" = worker ] || [ -n "${FB_E2E_FULL:-}" ] || [ -n "${FB_E2E_SCRIPTS:-}" ] \
+                   || [[ " $BACKEND_SCRIPTS " == *" $s "* ]]; then echo "$s"; fi ;;
+        esac
     done
     echo "$all" | grep -qx crash && echo crash
 }
