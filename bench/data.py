@@ -68,7 +68,8 @@ def ensure_db(port, db):
 
 def note_count(port, db):
     with connect(port, db) as c:
-        return c.execute("SELECT count(*) FROM feedback_notes WHERE embedding IS NOT NULL").fetchone()[0]
+        return c.execute("SELECT count(*) FROM feedback_notes WHERE embedding IS NOT NULL AND status = 'active'"
+                         ).fetchone()[0]
 
 
 def load_embedded(port, db, rows, chunk=1000, sessions=2, log=print):
@@ -80,7 +81,10 @@ def load_embedded(port, db, rows, chunk=1000, sessions=2, log=print):
 
     def work(mine):
         with connect(port, db) as c:
+            # Every generated note is its own note: no merging, and none held for review (the screen flags a few
+            # of the generated rewordings; pending notes are never retrieved, so the databases would come up short).
             c.execute("SET pg_feedback.dup_threshold = 1")
+            c.execute("SET pg_feedback.review = 'off'")
             for part in mine:
                 c.execute(
                     "INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source) "
@@ -103,6 +107,7 @@ def copy_subset(port, src, dst, per_type):
     """The first per_type notes of each task type, copied with their embeddings (kept by the restore path)."""
     with connect(port, src) as s, connect(port, dst) as d:
         d.execute("SET pg_feedback.dup_threshold = 1")
+        d.execute("SET pg_feedback.review = 'off'")
         cols = "content_hash, task_type, wrong_answer, correction, lesson, embedding, embedding_model, source, created_at"
         query = (f"COPY (SELECT {cols} FROM (SELECT *, row_number() OVER (PARTITION BY task_type ORDER BY lesson) AS n "
                  f"FROM feedback_notes) x WHERE n <= {per_type}) TO STDOUT")
