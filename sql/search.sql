@@ -1,6 +1,6 @@
 -- pg_feedback: candidate search, the first stage of retrieval and of the near-duplicate check. Only notes the acting
 -- role may see and only vectors of one model are compared: exact below pg_feedback.exact_scan_limit, else the slot's
--- HNSW index (iterative scan), or the task_type's own partial HNSW index once fb_maintain has built one; full-text
+-- HNSW index (iterative scan), or the task_type's own slice index (IVFFlat) once fb_maintain has built one; full-text
 -- candidates for the hybrid first stage, bounded; the candidates of a code input.
 
 CREATE FUNCTION _fb_vector_column(model text, OUT key text, OUT vec text)
@@ -46,7 +46,8 @@ CREATE TABLE feedback_slice_indexes (
     PRIMARY KEY (task_type, slot)
 );
 COMMENT ON TABLE feedback_slice_indexes IS
-    'The partial HNSW indexes fb_maintain built, one per (task_type, embedding slot): the active notes of the '
+    'The slice indexes (partial IVFFlat) fb_maintain built, one per (task_type, embedding slot): the active notes '
+    'of the '
     'slice when it was built, how long the build took, and the candidate recall@20 against exact search that '
     'fb_eval_ann measured right after (random notes of the slice as queries). See feedback_index_status.';
 
@@ -57,32 +58,45 @@ CREATE FUNCTION _fb_slice_index(p_task_type text, vec text) RETURNS name
         SELECT s.index_name
           FROM feedback_slice_indexes s
           JOIN pg_index i ON i.indexrelid = to_regclass(quote_ident(s.index_name))
+          JOIN pg_class c ON c.oid = i.indexrelid
+          JOIN pg_am a ON a.oid = c.relam
          WHERE s.task_type = p_task_type AND s.slot = CASE vec WHEN 'embedding' THEN 1 ELSE 2 END
-           AND i.indisvalid AND i.indisready;
+           AND i.indisvalid AND i.indisready AND a.amname = 'ivfflat';
     END;
 COMMENT ON FUNCTION _fb_slice_index(text, text) IS
-    'Internal: the name of the valid partial HNSW index fb_maintain built for a task_type on a vector column, or '
-    'NULL.';
+    'Internal: the name of the valid slice index (partial IVFFlat) fb_maintain built for a task_type on a vector '
+    'column, or NULL (also for an HNSW slice index of 0.10.0, which fb_maintain replaces).';
 
--- The one definition of a slice index: fb_maintain runs it, feedback_index_status shows it CONCURRENTLY.
+-- The one definition of a slice index: fb_maintain runs it, feedback_index_status shows it CONCURRENTLY. IVFFlat,
+-- not HNSW: on stores full of near-duplicate lessons an HNSW graph's greedy search stays in the wrong cluster (at 1M
+-- notes a 100,000-note slice found 79% of the exact top 20 at ef_search 400, some questions none of it), while lists
+-- of sqrt(notes) with 20 probes found 99-100% in 1-4 ms and build in about 2 s per 100,000 notes (HNSW: about 60 s).
+-- On l2_normalize(vector), which the stored unit vectors equal, so that only a query ordering by that expression (a
+-- slice query of _fb_candidates) can use it: the global HNSW index on the column cannot take its place.
 CREATE FUNCTION _fb_slice_index_statement(p_task_type text, slot smallint, by_hand boolean DEFAULT false,
                                           OUT index_name name, OUT statement text)
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, pg_temp
     BEGIN ATOMIC
-        SELECT n.name, format('CREATE INDEX %s%I ON %I.feedback_notes USING hnsw (%I vector_cosine_ops) '
-                              'WHERE (task_type = %L) IS TRUE AND status = ''active''',
+        SELECT n.name, format('CREATE INDEX %s%I ON %I.feedback_notes USING ivfflat ((%I.l2_normalize(%I)::%I.vector(384)) '
+                              'vector_cosine_ops) WITH (lists = %s) WHERE (task_type = %L) IS TRUE AND '
+                              'status = ''active''',
                               CASE WHEN by_hand THEN 'CONCURRENTLY ' ELSE '' END, n.name, '@extschema@',
-                              CASE slot WHEN 1 THEN 'embedding' WHEN 2 THEN 'embedding_alt' END, p_task_type)
+                              '@extschema:vector@', CASE slot WHEN 1 THEN 'embedding' WHEN 2 THEN 'embedding_alt' END,
+                              '@extschema:vector@',
+                              greatest(10, round(sqrt((SELECT count(*) FROM feedback_notes f
+                                                        WHERE f.task_type = p_task_type AND f.status = 'active')))),
+                              p_task_type)
           FROM (SELECT ('feedback_notes_slice_' || left(md5(p_task_type || '/' || slot), 16) || '_idx')::name) n(name);
     END;
 COMMENT ON FUNCTION _fb_slice_index_statement(text, smallint, boolean) IS
     'Internal: the name of a task_type''s slice index on a vector slot and the CREATE INDEX statement that builds '
-    'it (by_hand: CONCURRENTLY, to run outside a transaction).';
+    'it (by_hand: CONCURRENTLY, to run outside a transaction): IVFFlat over the normalised vectors of the slice''s '
+    'active notes, sqrt(notes) lists and at least 10.';
 
--- The task_type's partial HNSW index when fb_maintain built one; else exact up to pg_feedback.exact_scan_limit
--- notes (perfect recall, cheap for small sets), else the global HNSW index. The index paths use pgvector's
--- iterative scan so that a selective filter (tenant, status) still yields k candidates. scoped is for
+-- The task_type's slice index (partial IVFFlat, 20 probes) when fb_maintain built one; else exact up to
+-- pg_feedback.exact_scan_limit notes (perfect recall, cheap for small sets), else the global HNSW index. The index
+-- paths use pgvector's iterative scans so that a selective filter (tenant, status) still yields k candidates. scoped is for
 -- near-duplicate merging. SECURITY DEFINER: readers have no right on feedback_notes, and a view over it could not
 -- use the HNSW index for ordering (a security-barrier view is never flattened). The slot's column names come from
 -- a fixed list, so the dynamic SQL takes no caller text.
@@ -93,6 +107,8 @@ CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode 
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     SET hnsw.iterative_scan = 'relaxed_order'
     SET hnsw.ef_search = 400
+    SET ivfflat.iterative_scan = 'relaxed_order'
+    SET ivfflat.probes = 20
     AS $$
 DECLARE
     exact_limit integer := _fb_setting('pg_feedback.exact_scan_limit')::integer;
@@ -136,23 +152,26 @@ BEGIN
             'WHERE f.task_type = $2 AND %2$s ORDER BY (f.%1$I <=> $1) + 0, f.id LIMIT $7', vec, filter)
           USING q, p_task_type, key, scoped, p_tenant, tenants, k;
     ELSE
-        -- "IS TRUE" keeps the planner on an HNSW index: with a plain equality it may pick the task_type btree and
+        -- "IS TRUE" keeps the planner on an index: with a plain equality it may pick the task_type btree and
         -- sort, which is the exact path. A slice index's predicate is "(task_type = '...') IS TRUE AND status =
         -- 'active'", so the task_type is written as that literal for the planner to prove the predicate (a
-        -- parameter cannot match it); it is the name of an existing slice, quoted. relaxed_order returns index
-        -- order only approximately: re-sort.
+        -- parameter cannot match it); it is the name of an existing slice, quoted. The slice index is on
+        -- l2_normalize(vector), so a slice query orders by that (the same order: stored vectors are unit
+        -- vectors) and no other index can serve it. relaxed_order returns index order only approximately: re-sort.
         RETURN QUERY EXECUTE format(
             'SELECT c.id, c.distance, c.lesson, c.correction, c.created_at FROM '
             '(SELECT f.id, f.%1$I <=> $1 AS distance, f.lesson, f.correction, f.created_at FROM feedback_notes f '
-            ' WHERE (f.task_type = %3$s) IS TRUE AND %2$s ORDER BY f.%1$I <=> $1 LIMIT $7) c '
-            'ORDER BY c.distance, c.id', vec, filter, CASE WHEN slice IS NULL THEN '$2' ELSE quote_literal(p_task_type) END)
+            ' WHERE (f.task_type = %3$s) IS TRUE AND %2$s ORDER BY %4$s <=> $1 LIMIT $7) c '
+            'ORDER BY c.distance, c.id', vec, filter,
+            CASE WHEN slice IS NULL THEN '$2' ELSE quote_literal(p_task_type) END,
+            CASE WHEN slice IS NULL THEN format('f.%I', vec) ELSE format('l2_normalize(f.%I)::vector(384)', vec) END)
           USING q, p_task_type, key, scoped, p_tenant, tenants, k;
     END IF;
 END $$;
 COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, text) IS
     'Internal: the k nearest active notes of a task_type to a vector among those the acting role may see (shared '
     'and its tenants''), with lesson, correction and created_at, comparing only vectors of one model (default: the '
-    'active one). mode auto: the task_type''s partial HNSW index when fb_maintain built one, else exact for small '
+    'active one). mode auto: the task_type''s slice index (partial IVFFlat) when fb_maintain built one, else exact for small '
     'sets and the global HNSW index otherwise (see pg_feedback.exact_scan_limit); exact or ann (an index: the '
     'slice''s if there is one) force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
 
@@ -348,7 +367,8 @@ BEGIN
     -- Planned first, then built: CREATE INDEX refuses a table an open loop still reads.
     SELECT coalesce(jsonb_agg(x ORDER BY x.task_type), '[]') INTO plan
       FROM (SELECT coalesce(c.task_type, s.task_type) AS task_type, coalesce(c.notes, 0) AS notes, s.index_name,
-                   _fb_slice_index(coalesce(c.task_type, s.task_type), vec) IS NOT NULL AS usable
+                   _fb_slice_index(coalesce(c.task_type, s.task_type), vec) IS NOT NULL
+                       AND coalesce(c.notes, 0) < 2 * s.notes AS usable
               FROM (SELECT n.task_type, count(*) AS notes FROM feedback_notes n
                      WHERE n.status = 'active' AND (only_type IS NULL OR n.task_type = only_type)
                      GROUP BY n.task_type) c
@@ -390,16 +410,18 @@ BEGIN
     END LOOP;
 END $$;
 COMMENT ON FUNCTION fb_maintain(text, boolean) IS
-    'Builds a partial HNSW index for every task_type (or only p_task_type) with at least '
-    'pg_feedback.slice_index_min active notes, so its candidate search stays complete at any store size, and '
-    'drops the index of a slice below half of that or of a slot no longer active. measure: run fb_eval_ann on each '
+    'Builds a slice index (partial IVFFlat, sqrt(notes) lists) for every task_type (or only p_task_type) with at '
+    'least pg_feedback.slice_index_min active notes, so its candidate search stays complete at any store size; '
+    'rebuilds it once the slice has doubled since (its lists no longer fit) or when it is a 0.10.0 HNSW one; drops '
+    'the index of a slice below half of that or of a slot no longer active. measure: run fb_eval_ann on each '
     'new index (20 of its notes as queries). One row per slice with an index: built, kept or dropped. Writes to '
     'feedback_notes wait while an index builds. Superuser or the extension''s owner; for cron: SELECT fb_maintain().';
 
 CREATE VIEW feedback_index_status AS
 SELECT coalesce(c.task_type, s.task_type) AS task_type,
        coalesce(c.notes, 0) AS notes,
-       CASE WHEN s.index_name IS NOT NULL AND i.indexrelid IS NOT NULL AND i.indisvalid THEN 'slice index'
+       CASE WHEN _fb_slice_index(coalesce(c.task_type, s.task_type), (SELECT v.vec FROM _fb_vector_column(NULL) v))
+                 IS NOT NULL THEN 'slice index'
             WHEN coalesce(c.notes, 0) <= _fb_setting('pg_feedback.exact_scan_limit')::bigint THEN 'exact'
             ELSE 'global index' END AS search,
        s.index_name,
@@ -408,7 +430,11 @@ SELECT coalesce(c.task_type, s.task_type) AS task_type,
        pg_relation_size(i.indexrelid) AS index_bytes,
        s.notes AS notes_at_build, s.built_at, s.build_ms, s.recall, s.recall_queries, s.measured_at,
        CASE WHEN s.index_name IS NULL AND coalesce(c.notes, 0) >= _fb_setting('pg_feedback.slice_index_min')::bigint
-            THEN 'fb_maintain builds one' END AS next_step,
+            THEN 'fb_maintain builds one'
+            WHEN s.index_name IS NOT NULL AND coalesce(c.notes, 0) >= greatest(s.notes / 2, 1)
+                 AND (coalesce(c.notes, 0) >= 2 * s.notes
+                      OR _fb_slice_index(s.task_type, (SELECT v.vec FROM _fb_vector_column(NULL) v)) IS NULL)
+            THEN 'fb_maintain rebuilds it' END AS next_step,
        (_fb_slice_index_statement(coalesce(c.task_type, s.task_type), _fb_active_slot(), true)).statement
            AS build_statement
   FROM (SELECT n.task_type, count(*) AS notes FROM feedback_notes n WHERE n.status = 'active'
@@ -419,4 +445,5 @@ SELECT coalesce(c.task_type, s.task_type) AS task_type,
 COMMENT ON VIEW feedback_index_status IS
     'One row per task_type with active notes (or a slice index): how fb_retrieve searches its candidates (slice '
     'index, exact, or the global HNSW index), its index, the index''s state and size, when fb_maintain built it '
-    'and the recall fb_eval_ann measured then; build_statement builds it by hand without blocking writes.';
+    'and the recall fb_eval_ann measured then, what fb_maintain will do next; build_statement builds it by hand '
+    'without blocking writes.';

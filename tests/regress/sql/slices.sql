@@ -24,7 +24,7 @@ SELECT task_type, notes, action, index_name LIKE 'feedback_notes_slice_%' AS nam
 SELECT task_type, notes, search, index_state, index_bytes > 0 AS has_pages, notes_at_build, recall_queries,
        next_step, build_statement LIKE 'CREATE INDEX CONCURRENTLY % WHERE (task_type = %) IS TRUE AND status = ''active''' AS by_hand
   FROM feedback_index_status WHERE task_type IN ('sql_injection_scan', 'secrets_scan') ORDER BY task_type;
-SELECT pg_get_indexdef(to_regclass(index_name)) LIKE '%USING hnsw (embedding vector_cosine_ops) WHERE (((task_type = ''sql_injection_scan''::text) IS TRUE) AND (status = ''active''::text))' AS predicate
+SELECT pg_get_indexdef(to_regclass(index_name)) LIKE '%USING ivfflat (((l2_normalize(embedding))::vector(384)) vector_cosine_ops) WITH (lists=''10'') WHERE (((task_type = ''sql_injection_scan''::text) IS TRUE) AND (status = ''active''::text))' AS predicate
   FROM feedback_slice_indexes WHERE task_type = 'sql_injection_scan';
 
 -- Running it again keeps what is there.
