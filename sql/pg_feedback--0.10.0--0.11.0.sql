@@ -4,7 +4,9 @@
 -- questions none of it: the greedy search stays in a cluster of near-duplicate lessons); IVFFlat with sqrt(notes)
 -- lists and 20 probes finds 99-100% in 1-4 ms and builds about 30 times faster. Existing HNSW slice indexes are
 -- left in place but no longer used (candidates take the exact or global path for those task_types) until
--- fb_maintain() replaces them; run it after this update.
+-- fb_maintain() replaces them; run it after this update. The full-text stage reads a task_type of at most
+-- exact_scan_limit notes note by note instead of through the full-text index, which reads a common word's matches
+-- in the whole table first (30 ms at 1M notes).
 
 \echo Use "ALTER EXTENSION pg_feedback UPDATE TO '0.11.0'" to load this file. \quit
 
@@ -35,9 +37,9 @@ CREATE OR REPLACE FUNCTION _fb_slice_index_statement(p_task_type text, slot smal
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, @extschema@, pg_temp
     BEGIN ATOMIC
-        SELECT n.name, format('CREATE INDEX %s%I ON %I.feedback_notes USING ivfflat ((%I.l2_normalize(%I)::%I.vector(384)) '
-                              'vector_cosine_ops) WITH (lists = %s) WHERE (task_type = %L) IS TRUE AND '
-                              'status = ''active''',
+        SELECT n.name, format('CREATE INDEX %s%I ON %I.feedback_notes USING ivfflat '
+                              '((%I.l2_normalize(%I)::%I.vector(384)) vector_cosine_ops) WITH (lists = %s) '
+                              'WHERE (task_type = %L) IS TRUE AND status = ''active''',
                               CASE WHEN by_hand THEN 'CONCURRENTLY ' ELSE '' END, n.name, '@extschema@',
                               '@extschema:vector@', CASE slot WHEN 1 THEN 'embedding' WHEN 2 THEN 'embedding_alt' END,
                               '@extschema:vector@',
@@ -125,6 +127,46 @@ COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, t
     'active one). mode auto: the task_type''s slice index (partial IVFFlat) when fb_maintain built one, else exact for small '
     'sets and the global HNSW index otherwise (see pg_feedback.exact_scan_limit); exact or ann (an index: the '
     'slice''s if there is one) force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
+
+CREATE OR REPLACE FUNCTION _fb_lexical_candidates(q vector(384), terms tsquery, p_task_type text, k integer,
+                                       model text DEFAULT NULL)
+    RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz,
+                   text_rank real)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    rank_limit integer := _fb_setting('pg_feedback.lexical_rank_limit')::integer;
+    exact_limit integer := _fb_setting('pg_feedback.exact_scan_limit')::integer;
+    small boolean;
+    key text;
+    vec text;
+BEGIN
+    IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, not %', k
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'k is how many candidates to return, e.g. 20.';
+    END IF;
+    SELECT c.key, c.vec INTO key, vec FROM _fb_vector_column(model) c;
+    IF vec IS NULL OR q IS NULL OR terms IS NULL OR numnode(terms) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT count(*) <= exact_limit INTO small
+      FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = p_task_type AND f.status = 'active'
+             LIMIT exact_limit + 1) s;
+    RETURN QUERY EXECUTE format(
+        'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at, m.r FROM '
+        '(SELECT s.id, ts_rank_cd(s.search_vector, $8) AS r FROM '
+        ' (SELECT f.id, f.search_vector FROM feedback_notes f '
+        '   WHERE f.task_type = $2 AND %3$s AND %2$s LIMIT $9) s '
+        ' ORDER BY r DESC, s.id LIMIT $7) m '
+        'JOIN feedback_notes f ON f.id = m.id ORDER BY m.r DESC, m.id', vec, _fb_candidate_filter(vec),
+        CASE WHEN small THEN '(f.search_vector @@ $8) IS TRUE' ELSE 'f.search_vector @@ $8' END)
+      USING q, p_task_type, key, false, NULL::text, _fb_my_tenants(), k, terms, rank_limit;
+END $$;
+COMMENT ON FUNCTION _fb_lexical_candidates(vector, tsquery, text, integer, text) IS
+    'Internal: full-text candidates for fb_retrieve (pg_feedback.hybrid): the k active notes of a task_type whose '
+    'lesson + correction best match the terms (ts_rank_cd over at most pg_feedback.lexical_rank_limit matches), '
+    'with their distance to the query vector, among those the acting role may see.';
 
 CREATE OR REPLACE FUNCTION fb_maintain(p_task_type text DEFAULT NULL, measure boolean DEFAULT true)
     RETURNS TABLE (task_type text, notes bigint, action text, index_name name, build_ms double precision,
@@ -223,7 +265,11 @@ SELECT coalesce(c.task_type, s.task_type) AS task_type,
        s.notes AS notes_at_build, s.built_at, s.build_ms, s.recall, s.recall_queries, s.measured_at,
        CASE WHEN s.index_name IS NULL AND coalesce(c.notes, 0) >= _fb_setting('pg_feedback.slice_index_min')::bigint
             THEN 'fb_maintain builds one'
-            WHEN s.index_name IS NOT NULL AND coalesce(c.notes, 0) >= greatest(s.notes / 2, 1)
+            WHEN s.index_name IS NOT NULL
+                 AND coalesce(c.notes, 0) < _fb_setting('pg_feedback.slice_index_min')::bigint / 2
+            THEN 'fb_maintain drops it'
+            WHEN s.index_name IS NOT NULL
+                 AND coalesce(c.notes, 0) >= greatest(_fb_setting('pg_feedback.slice_index_min')::bigint, 1)
                  AND (coalesce(c.notes, 0) >= 2 * s.notes
                       OR _fb_slice_index(s.task_type, (SELECT v.vec FROM _fb_vector_column(NULL) v)) IS NULL)
             THEN 'fb_maintain rebuilds it' END AS next_step,

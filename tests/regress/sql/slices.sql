@@ -60,8 +60,16 @@ SELECT search, index_state FROM feedback_index_status WHERE task_type = 'sql_inj
 SELECT count(*) AS candidates FROM _fb_candidates(fb_embed_query(:'q'), 'sql_injection_scan', 20);
 SELECT task_type, action FROM fb_maintain('sql_injection_scan', measure => false);
 
+-- A slice that has doubled since its index was built gets a new one (its lists no longer fit): recorded as built
+-- at 13 notes, sql_injection_scan's index is rebuilt for its 26.
+UPDATE feedback_slice_indexes SET notes = 13 WHERE task_type = 'sql_injection_scan';
+SELECT task_type, search, next_step FROM feedback_index_status WHERE index_name IS NOT NULL ORDER BY task_type;
+SELECT task_type, notes, action FROM fb_maintain(measure => false) ORDER BY task_type;
+SELECT notes FROM feedback_slice_indexes WHERE task_type = 'sql_injection_scan';
+
 -- A slice that falls below half the minimum loses its index.
 SET pg_feedback.slice_index_min = 60;
+SELECT task_type, next_step FROM feedback_index_status WHERE index_name IS NOT NULL ORDER BY task_type;
 SELECT task_type, notes, action FROM fb_maintain(measure => false) ORDER BY task_type;
 SELECT count(*) AS slice_indexes FROM feedback_slice_indexes;
 SELECT count(*) AS indexes_left FROM pg_indexes WHERE indexname LIKE 'feedback_notes_slice_%';
