@@ -13,6 +13,7 @@
 #   make check-versions  released SQL scripts unchanged, the update chain from 0.1.0 whole
 #   make bench         benchmark table (results/bench.md); make calibrate: fb_calibrate() on the tune split
 #   make scale         scale curve at 10k/100k/1M notes on its own cluster (127.0.0.1:5446; results/scale.md)
+#   make benchmarks    BENCHMARKS.md from bench/BENCHMARKS.in.md and the two results files above
 #   make psql          psql on the demo database;   make stop   stop the demo server
 #   make fixtures      recompute the reference vectors with Python onnxruntime
 
@@ -24,7 +25,7 @@ FB_PORT ?= 5433
 PGHOST ?= 127.0.0.1
 PGPORT ?= $(FB_PORT)
 
-.PHONY: setup demo install installcheck test test-core test-pg e2e check-versions bench scale calibrate psql stop \
+.PHONY: setup demo install installcheck test test-core test-pg e2e check-versions bench scale benchmarks calibrate psql stop \
         fixtures clean
 
 setup:
@@ -60,6 +61,9 @@ bench: demo
 scale: setup
 	bash scripts/install_ext.sh
 	.venv/bin/python bench/scale.py
+
+benchmarks:
+	.venv/bin/python bench/report.py
 
 calibrate: demo
 	bash scripts/psql.sh -c "SELECT * FROM fb_calibrate()" \

@@ -108,6 +108,8 @@ def measure_size(n, real, picked, warm, vecs_cache, largest):
     db = sd.dbname(n)
     info = sd.ensure(PORT, n, real, log=log)
     r = {"info": info}
+    with connect(PORT, db) as c:   # the version measured (info has the one that built the dataset)
+        r["extension"] = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback'").fetchone()[0]
     log(f"{db}: fb_maintain (slice indexes)")
     r["maintain"] = sm.maintain(PORT, db)
     built = [a for a in r["maintain"]["actions"] if a["action"] == "built"]
@@ -238,7 +240,7 @@ def report(results, env):
     L.append(f"Run {env['started']} – {env['finished']} ({env['minutes']:.1f} min). Machine: {env['machine']['cpu']}, "
              f"{env['machine']['cores']} cores, {env['machine']['ram_gb']} GB RAM (shared VM: load averages "
              f"1/5/15 min recorded with each timing). Server: {json.dumps(env['server'])}; pg_feedback "
-             f"{results[sizes[0]]['info']['extension']}, pgvector {results[sizes[0]]['info']['pgvector']}, "
+             f"{results[sizes[0]].get('extension', results[sizes[0]]['info']['extension'])}, pgvector {results[sizes[0]]['info']['pgvector']}, "
              f"models in the shared inference worker. {QUERIES} golden questions per row after 10 warm-up "
              f"questions; measurements after pg_prewarm of table, TOAST and indexes.\n")
     # Dataset and build

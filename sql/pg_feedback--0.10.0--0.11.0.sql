@@ -2,7 +2,7 @@
 --
 -- At 1M notes an HNSW slice index of a 100,000-note task_type found 79% of the exact top 20 (ef_search 400; some
 -- questions none of it: the greedy search stays in a cluster of near-duplicate lessons); IVFFlat with sqrt(notes)
--- lists and 20 probes finds 99-100% in 1-4 ms and builds about 30 times faster. Existing HNSW slice indexes are
+-- lists and 20 probes finds 99-100% in 1-4 ms and builds about 3 times faster. Existing HNSW slice indexes are
 -- left in place but no longer used (candidates take the exact or global path for those task_types) until
 -- fb_maintain() replaces them; run it after this update. The full-text stage reads a task_type of at most
 -- exact_scan_limit notes note by note instead of through the full-text index, which reads a common word's matches
@@ -152,7 +152,7 @@ BEGIN
     END IF;
     SELECT count(*) <= exact_limit INTO small
       FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = p_task_type AND f.status = 'active'
-             LIMIT exact_limit + 1) s;
+             LIMIT exact_limit::bigint + 1) s;
     RETURN QUERY EXECUTE format(
         'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at, m.r FROM '
         '(SELECT s.id, ts_rank_cd(s.search_vector, $8) AS r FROM '

@@ -70,7 +70,7 @@ COMMENT ON FUNCTION _fb_slice_index(text, text) IS
 -- The one definition of a slice index: fb_maintain runs it, feedback_index_status shows it CONCURRENTLY. IVFFlat,
 -- not HNSW: on stores full of near-duplicate lessons an HNSW graph's greedy search stays in the wrong cluster (at 1M
 -- notes a 100,000-note slice found 79% of the exact top 20 at ef_search 400, some questions none of it), while lists
--- of sqrt(notes) with 20 probes found 99-100% in 1-4 ms and build in about 2 s per 100,000 notes (HNSW: about 60 s).
+-- of sqrt(notes) with 20 probes found 99-100% in 1-4 ms, and build in about 4 s per 100,000 notes (HNSW: 13 s).
 -- On l2_normalize(vector), which the stored unit vectors equal, so that only a query ordering by that expression (a
 -- slice query of _fb_candidates) can use it: the global HNSW index on the column cannot take its place.
 CREATE FUNCTION _fb_slice_index_statement(p_task_type text, slot smallint, by_hand boolean DEFAULT false,
@@ -262,7 +262,7 @@ BEGIN
     END IF;
     SELECT count(*) <= exact_limit INTO small
       FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = p_task_type AND f.status = 'active'
-             LIMIT exact_limit + 1) s;
+             LIMIT exact_limit::bigint + 1) s;
     RETURN QUERY EXECUTE format(
         'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at, m.r FROM '
         '(SELECT s.id, ts_rank_cd(s.search_vector, $8) AS r FROM '
