@@ -382,6 +382,7 @@ def report(results, env):
         s = t.get("ef_sweep")
         if not s:
             continue
+        s = {int(k) if str(k).isdigit() else k: v for k, v in s.items()}   # JSON turns the ef keys into strings
         p = s["plain ef 40"]
         cells = [f"{p['recall']:.3f} ({p['lesson_recall']:.2f}) / {p['p50']:.1f}, {p['returned']:.1f} rows"]
         cells += [f"{s[ef]['recall']:.3f} ({s[ef]['lesson_recall']:.2f}) / {s[ef]['p50']:.1f}"

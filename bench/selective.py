@@ -41,13 +41,15 @@ def apply(c, settings):
 
 
 def quality(port, settings):
-    """fb_eval on the test split: recall@3, precision, no-answer share, mean notes, and pairs scored per question."""
+    """fb_eval on the test split's questions (prose: the path these settings steer): recall@3, precision, no-answer
+    share, mean notes, and pairs scored per question."""
     with connect(port, "feedback", autocommit=False) as c:
         c.execute("DELETE FROM feedback_retrieval_settings")
         apply(c, settings)
         before = c.execute("SELECT pairs_scored FROM fb_model_stats()").fetchone()[0]
         row = c.execute("SELECT recall_at_k, \"precision\", no_answer_correct, mean_injected, misled_share, questions "
-                        "FROM fb_eval(3, record => false, split => 'test') WHERE task_type = '(all)'").fetchone()
+                        "FROM fb_eval(3, record => false, split => 'test') "
+                        "WHERE task_type = '(all)' AND kind = 'prose'").fetchone()   # code inputs never rerank
         pairs = c.execute("SELECT pairs_scored FROM fb_model_stats()").fetchone()[0] - before
         c.rollback()
     return (*row[:5], pairs / row[5])

@@ -4,7 +4,7 @@ pg_feedback.inference (superuser), so both modes run against the same server, da
 
   memory      private memory per retrieving connection (8 connections, one fb_retrieve each); the worker's own
   first call  first fb_embed_query in a new connection / a warm one
-  pgbench     fb_retrieve (100k notes, rerank) at 1 / 4 / 16 / 64 clients: queries/s, p50, p95
+  pgbench     fb_retrieve (100k notes, defaults, caches off) at 1 / 4 / 16 / 64 clients: queries/s, p50, p95
   ingest      bulk INSERT ... SELECT through the trigger: one loader, two concurrent loaders
 
 Usage: .venv/bin/python bench/worker.py [--port 5433] [--seconds 30]   (make bench runs it with the rest)
@@ -97,7 +97,10 @@ def pgbench(port, seconds, rows):
     for clients in (1, 4, 16, 64):
         for mode in MODES:
             logdir = Path(tempfile.mkdtemp(prefix="fb_pgbench_"))
-            env = dict(os.environ, PGOPTIONS=f"-c pg_feedback.inference={mode}")
+            # Caches off: each client's 100 recurring questions would otherwise be answered from its own query and
+            # score caches after their first round, which measures the caches, not retrieval.
+            env = dict(os.environ, PGOPTIONS=f"-c pg_feedback.inference={mode} -c pg_feedback.query_cache_size=0 "
+                                             f"-c pg_feedback.rerank_cache_size=0")
             out = subprocess.run([str(binary), "-n", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
                                   "-f", script.name, "-c", str(clients), "-j", str(min(clients, 4)),
                                   "-T", str(seconds), "-l", "--log-prefix", str(logdir / "tx"),
