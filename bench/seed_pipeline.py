@@ -26,8 +26,6 @@ from common import Model, connect, percentile
 
 LAMBDA = 0.5        # fb_calibrate's default
 K = 3               # recall@3, at most 3 notes (fb_calibrate's k)
-FLOORS = [i * 0.25 for i in range(-48, 25)]                    # fb_calibrate's cross-encoder grid
-RELATIVE = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, None]
 
 
 class SeedPipeline:
@@ -42,17 +40,17 @@ class SeedPipeline:
         return v / np.linalg.norm(v)
 
     def scored(self, question, task_type, candidate_k=20):
-        """Steps 1-3: every candidate's id and cross-encoder score, in candidate order."""
+        """Steps 1-3: every candidate's id, cross-encoder score and cosine, in candidate order."""
         q = self.embed_query(question)
         vec = "[" + ",".join(f"{x:.7g}" for x in q) + "]"
         cands = self.conn.execute(
-            "SELECT id, lesson, correction FROM feedback_notes "
+            "SELECT id, lesson, correction, 1 - (embedding <=> %s::vector) FROM feedback_notes "
             "WHERE task_type = %s AND status = 'active' ORDER BY embedding <=> %s::vector LIMIT %s",
-            (task_type, vec, candidate_k)).fetchall()
+            (vec, task_type, vec, candidate_k)).fetchall()
         if not cands:
             return []
         scores = self.reranker.run([(question, f"{c[1]} {c[2]}") for c in cands])[:, 0]
-        return [(c[0], float(s)) for c, s in zip(cands, scores)]
+        return [(c[0], float(s), float(c[3])) for c, s in zip(cands, scores)]
 
     def retrieve(self, question, task_type):
         return cut(self.scored(question, task_type), *self.cut)
@@ -60,7 +58,7 @@ class SeedPipeline:
 
 def cut(scored, floor, relative, max_notes):
     """Step 4: ids at or above the floor and within `relative` of the best, best first, at most max_notes."""
-    kept = sorted(((s, i) for i, s in scored if s >= floor), reverse=True)
+    kept = sorted(((s, i) for i, s, _ in scored if s >= floor), reverse=True)
     if kept and relative is not None:
         kept = [(s, i) for s, i in kept if s >= kept[0][0] - relative]
     return [i for _, i in kept[:max_notes]]
@@ -90,32 +88,17 @@ def golden(c, split):
         "FROM _fb_golden_questions(%s) g ORDER BY g.id", (split,)).fetchall()]
 
 
-def utility(returned, qs):
-    """fb_calibrate's utility (feedback_core rank::metrics Summary::utility): (questions whose top-graded note is
-    among the first K - LAMBDA x notes injected that are judged irrelevant) / questions; then recall, notes injected
-    over answerable questions (its tie-breaks)."""
-    hits = irrelevant = answerable = injected = 0
-    for got, (_, _, _, _, grades) in zip(returned, qs):
-        top = max(grades.values(), default=0)
-        irrelevant += sum(1 for i in got if grades.get(i, 0) < 1)
-        if top >= 1:
-            answerable += 1
-            injected += len(got)
-            hits += any(grades.get(i, 0) == top for i in got[:K])
-    return (hits - LAMBDA * irrelevant) / len(qs), hits / max(answerable, 1), injected / max(answerable, 1)
-
-
-def calibrate(scored, qs):
-    """The cut with the best utility on the tune split (ties: higher recall, then fewer notes), over the grid."""
-    best = None
-    for floor in FLOORS:
-        for relative in RELATIVE:
-            for max_notes in range(1, K + 1):
-                u, r, n = utility([cut(s, floor, relative, max_notes) for s in scored], qs)
-                key = (round(u, 12), round(r, 12), -n)
-                if best is None or key > best[0]:
-                    best = (key, (floor, relative, max_notes))
-    return best[1]
+def calibrate(c, scored, qs):
+    """The seed's cut, chosen by the extension's own sweep (_fb_calibrate_sweep, what fb_calibrate runs: the same
+    grid of floors, relative cuts and note counts, the same utility and tie-breaks) over its cross-encoder scores of
+    the tune inputs, all in one group: (floor, relative cut or None, most notes)."""
+    data = [{"group": "*", "graded": [[i, g] for i, g in grades.items()],
+             "candidates": [{"id": i, "cosine": cos, "score": sc} for i, sc, cos in s]}
+            for s, (_, _, _, _, grades) in zip(scored, qs)]
+    result = c.execute("SELECT _fb_calibrate_sweep(%s::jsonb, %s, %s, false, 0, 0, 1)",
+                       (json.dumps(data), LAMBDA, K)).fetchone()[0]
+    choice = next(g for g in result["groups"] if g["group"] == "*")["cross_encoder"]
+    return choice["floor"], choice["relative_cut"], choice["max_notes"]
 
 
 SCORE = """
@@ -157,7 +140,9 @@ def compare(port, db="feedback", log=print):
     seed = SeedPipeline(port, db)
     seed.scored("warm-up question", tune[0][2])
     log(f"  seed pipeline: scoring the {len(tune)} tune inputs for its calibration")
-    best = calibrate([seed.scored(q, t) for _, q, t, _, _ in tune], tune)
+    scored = [seed.scored(q, t) for _, q, t, _, _ in tune]
+    with connect(port, db) as c:
+        best = calibrate(c, scored, tune)
     seed.cut = best
     log(f"  seed cut calibrated on tune: floor {best[0]}, relative {best[1]}, at most {best[2]}")
     answers = {"seed": {}, "ours": {}}
