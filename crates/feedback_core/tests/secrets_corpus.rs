@@ -9,8 +9,8 @@
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
-//! printed; only the held-out author is asserted (redaction >= 0.90, false redaction <= 0.02). 0.90 is a floor
-//! against regressions, below issue 18's target of 0.95: the rules reach 0.923 on E. Raise it as redaction
+//! printed; only the held-out author is asserted (redaction >= 0.92, false redaction <= 0.02). 0.92 is a floor
+//! against regressions, below issue 18's target of 0.95: the rules reach 0.934 on E. Raise it as redaction
 //! improves on authors it was not tuned on; never lower it to pass. The held-out author's misses are never printed,
 //! only its rates, so rules cannot be tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
@@ -32,7 +32,7 @@ use serde_json::Value;
 const HELD_OUT: &str = "E";
 const AUTHORS: [(&str, &str); 4] =
     [("project", "secrets.jsonl"), ("D", "secrets/D.jsonl"), ("E", "secrets/E.jsonl"), ("F", "secrets/F.jsonl")];
-const MIN_REDACTION: f64 = 0.90;
+const MIN_REDACTION: f64 = 0.92;
 const MAX_FALSE_REDACTION: f64 = 0.02;
 
 struct Row {

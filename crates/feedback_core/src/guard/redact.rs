@@ -444,6 +444,39 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(define_valid),
         )
         .needs(&["key", "secret", "password", "token", "credential"]),
+        // A key written as hex and decoded in code, on a line that names a key: `let key = hex!("…")`,
+        // `AES.new(bytes.fromhex("…"))`, `hex.DecodeString("…")`, `Buffer.from("…", "hex")`.
+        secret(
+            "hex_key",
+            r#"(?i:\b(?:hex!|fromhex|unhexlify|a2b_hex|hex\.DecodeString|Hex\.decode(?:Hex)?|parseHexBinary|hexToBytes|hex2bin|decode_hex|FromHexString|hex::decode))\s*\(\s*[bf]?["']([0-9a-fA-F]{32,128})["']|\bBuffer\.from\(\s*["']([0-9a-fA-F]{32,128})["']\s*,\s*["']hex["']"#,
+            &[1, 2],
+            Some(hex_key_valid),
+        )
+        .needs(&["hex"]),
+        // .NET appSettings: `<add key="DbPassword" value="…" />`.
+        secret(
+            "password_assignment",
+            r#"<add\s+key\s*=\s*"([^"\n]*(?i:password|passwd|pwd|secret|token|api[_-]?key|apikey|credential)[^"\n]*)"\s+value\s*=\s*"([^"\n]{1,300})""#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["<add"]),
+        // Defaults of options and properties named for a secret: `[Option('p', "password", Default = "…")]`,
+        // `@click.option("--api-key", default="…")`, `[DefaultValue("…")] public string AdminPassword`.
+        secret(
+            "password_assignment",
+            r#"(?i:\boption)\(\s*[^\n]*?["']-{0,2}([\w-]*(?i:password|passwd|secret|token|api-?key|apikey|credential)[\w-]*)["'][^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{3,200})["']"#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["option"]),
+        secret(
+            "password_assignment",
+            r#"\[DefaultValue\(\s*"([^"\n]{3,200})"\s*\)\]\s*(?:\[[^\]\n]*\]\s*)*[\w\s<>?]*?\b([A-Za-z0-9_]*(?i:password|passwd|pwd|secret|token|apikey|api_key|credential)[A-Za-z0-9_]*)\b"#,
+            &[1],
+            Some(default_value_valid),
+        )
+        .needs(&["defaultvalue"]),
         // A password piped into the program that reads it: `echo 'pw' | passwd --stdin root`,
         // `echo "user:pw" | chpasswd`, `echo pw | sudo -S ...`, `echo $X | docker login --password-stdin`.
         secret(
@@ -929,7 +962,9 @@ pub fn redact(text: &str) -> Redacted {
     NESTED_BUDGET.with(|b| b.set(NESTED_MAX));
     let mut kinds = Vec::new();
     let joined = join_split_literals(text, &mut kinds);
-    let mut out = redact_rules(joined.as_deref().unwrap_or(text), true);
+    let joined = joined.as_deref().unwrap_or(text);
+    let argv = redact_argv(joined, &mut kinds);
+    let mut out = redact_rules(argv.as_deref().unwrap_or(joined), true);
     kinds.append(&mut out.kinds);
     Redacted { text: out.text, kinds }
 }
@@ -1017,6 +1052,95 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
     }
     out.push_str(&text[last..]);
     Some(out)
+}
+
+/// Argument lists (`["mysql", "-u", "root", "-pX"]`, `exec.Command("redis-cli", "-a", "X")`,
+/// `spawn('psql', ['--password', 'X'])`): the command line a list spells is read by the command-line rules, and the
+/// arguments they hide are redacted in place. A list whose redacted command line no longer splits into its
+/// arguments one for one is left to the other rules.
+fn redact_argv(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
+    static ARGV: LazyLock<Regex> = LazyLock::new(|| {
+        let lit = r#"(?:"[^"\\\n]*"|'[^'\\\n]*')"#;
+        Regex::new(&format!(r"{lit}(?:\s*,\s*\[?\s*{lit}){{2,}}")).expect("argument list")
+    });
+    static PART: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#""([^"\\\n]*)"|'([^'\\\n]*)'"#).expect("literal"));
+    // Only lists that hold a flag: `-p…`, `--password`, `-a`.
+    if !text.contains("\"-") && !text.contains("'-") {
+        return None;
+    }
+    let mut out = String::new();
+    let mut last = 0;
+    let mut budget = 16;
+    for m in ARGV.find_iter(text) {
+        let parts: Vec<regex::Match> =
+            PART.captures_iter(m.as_str()).filter_map(|c| c.get(1).or_else(|| c.get(2))).collect();
+        if parts.len() > 64
+            || m.len() > 4096
+            || !parts.iter().any(|p| p.as_str().starts_with('-'))
+            || parts.iter().any(|p| p.as_str().contains(['\'', '\n']) || p.as_str().is_empty())
+        {
+            continue;
+        }
+        if budget == 0 {
+            break;
+        }
+        budget -= 1;
+        let quote = |p: &str| if p.contains(char::is_whitespace) { format!("'{p}'") } else { p.to_string() };
+        let line: Vec<String> = parts.iter().map(|p| quote(p.as_str())).collect();
+        let redacted = redact_rules(&line.join(" "), false);
+        if redacted.kinds.is_empty() {
+            continue;
+        }
+        let tokens = shell_words(&redacted.text);
+        if tokens.len() != parts.len() {
+            continue;
+        }
+        let mut changed = false;
+        for (part, (token, was)) in parts.iter().zip(tokens.iter().zip(&line)) {
+            if token == was {
+                continue;
+            }
+            let token = if was.starts_with('\'') { token.trim_matches('\'') } else { token.as_str() };
+            let start = m.start() + part.start();
+            out.push_str(&text[last..start]);
+            out.push_str(token);
+            last = m.start() + part.end();
+            changed = true;
+        }
+        if changed {
+            kinds.extend(redacted.kinds.iter().copied());
+        }
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
+
+/// Splits a command line on spaces, keeping a single-quoted word (quotes included) whole.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                cur.push(c);
+            }
+            ' ' if !quoted => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
 }
 
 /// One rule over the text; `None` when it replaced nothing.
@@ -1326,7 +1450,7 @@ fn line_passphrase_valid(caps: &Captures, _text: &str) -> bool {
         && !names_a_reference(key)
         && !not_a_password_key(key)
         && passphrase_like(v)
-        && !v.split_whitespace().any(|w| FUNCTION_WORD.is_match(w) && w.len() <= 3)
+        && v.split_whitespace().filter(|w| FUNCTION_WORD.is_match(w)).count() * 2 < v.split_whitespace().count()
 }
 
 fn openssl_password_valid(caps: &Captures, text: &str) -> bool {
@@ -1711,6 +1835,28 @@ fn signing_key_valid(caps: &Captures, _text: &str) -> bool {
     }
     !is_placeholder(v) && !env_var_name(v) && v.chars().count() >= 4 && !v.contains(char::is_whitespace)
         || passphrase_like(v)
+}
+
+/// A decoded hex key on a line about keys or ciphers, not a digest, test vector of a hash, or id.
+fn hex_key_valid(caps: &Captures, text: &str) -> bool {
+    static KEYISH: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)key|secret|aes|hmac|cipher|crypt|fernet|chacha|nacl|sodium|seal|sign|psk|kek|dek")
+            .expect("key words")
+    });
+    static DIGEST: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)sha|md5|digest|hash|checksum|expected|fingerprint|commit|blake|crc|etag|\bid\b|uuid|nonce|\biv\b|public|pubkey")
+            .expect("digest words")
+    });
+    let Some(m) = caps.get(1).or_else(|| caps.get(2)) else { return false };
+    let window = line_window(text, m.start(), m.end());
+    let line = window.replace(m.as_str(), "");
+    let distinct = m.as_str().to_ascii_lowercase().chars().collect::<std::collections::BTreeSet<_>>().len();
+    KEYISH.is_match(&line) && !DIGEST.is_match(&line) && distinct >= 8 && !is_mask(m.as_str())
+}
+
+/// `[DefaultValue("value")]` over a property named for a secret (group 2).
+fn default_value_valid(caps: &Captures, _text: &str) -> bool {
+    value_for_name(group(caps, &[2]), group(caps, &[1]))
 }
 
 fn compare_valid(caps: &Captures, _text: &str) -> bool {
@@ -2178,6 +2324,76 @@ mod tests {
             "AbCdEf123456%2BGhIjKl789%3D",
             "azure_storage_key",
         );
+    }
+
+    #[test]
+    fn command_lines_written_as_argument_lists() {
+        assert_redacts(
+            r#"subprocess.run(["mysql", "-u", "root", "-pS3cretPass!", "app"])"#,
+            "S3cretPass!",
+            "password_assignment",
+        );
+        assert_redacts(
+            r#"exec.Command("redis-cli", "-a", "xK9mP2vL8qR4", "ping")"#,
+            "xK9mP2vL8qR4",
+            "password_assignment",
+        );
+        assert_redacts(
+            r#"new ProcessBuilder("mysqldump", "-uadmin", "-pW1nter2024x", "shop");"#,
+            "W1nter2024x",
+            "password_assignment",
+        );
+        assert_redacts(
+            r#"spawn('psql', ['-h', 'db', '--password', 'Qw3rty!x9z']);"#,
+            "Qw3rty!x9z",
+            "password_assignment",
+        );
+        // The rest of the list is untouched.
+        let r = redact(r#"run(["mysql", "-u", "root", "-pS3cretPass!", "app"])"#);
+        assert_eq!(r.text, r#"run(["mysql", "-u", "root", "-p[REDACTED:password_assignment]", "app"])"#);
+        assert_kept(r#"subprocess.run(["git", "commit", "-m", "fix the password reset flow"])"#);
+        assert_kept(r#"subprocess.run(["psql", "-h", "db", "-p", "5432", "-U", "app"])"#);
+        assert_kept(r#"["mysql", "-u", "root", "-p"]"#);
+        assert_kept(r#"spawn('node', ['--inspect', 'server.js', '--port', '8080'])"#);
+    }
+
+    #[test]
+    fn hex_keys_decoded_in_code() {
+        let k = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b";
+        assert_redacts(&format!(r#"let key: [u8; 32] = hex!("{k}");"#), k, "hex_key");
+        assert_redacts(&format!(r#"cipher = AES.new(bytes.fromhex("{k}"), AES.MODE_GCM)"#), k, "hex_key");
+        assert_redacts(&format!(r#"key, _ := hex.DecodeString("{k}")"#), k, "hex_key");
+        assert_redacts(&format!(r#"const key = Buffer.from("{k}", "hex");"#), k, "hex_key");
+        assert_kept(&format!(r#"assert hashlib.sha256(b"abc").digest() == bytes.fromhex("{k}")"#));
+        assert_kept(r#"nonce = bytes.fromhex("000102030405060708090a0b0c0d0e0f")"#);
+        assert_kept(r#"let key = hex!("00000000000000000000000000000000");"#);
+        assert_kept(&format!(r#"commit_id = bytes.fromhex("{k}")"#));
+    }
+
+    #[test]
+    fn secrets_in_settings_and_option_defaults() {
+        assert_redacts(
+            r#"<add key="ApiSecret" value="q8Zr2LmX9kP4tV7wY1nB" />"#,
+            "q8Zr2LmX9kP4tV7wY1nB",
+            "password_assignment",
+        );
+        assert_redacts(
+            r#"[DefaultValue("Zx9!kq2Lm#pQ")] public string AdminPassword { get; set; }"#,
+            "Zx9!kq2Lm#pQ",
+            "password_assignment",
+        );
+        assert_redacts(
+            r#"@click.option("--api-key", default="k7Vq2Lm9Zx4Rt8Wp")"#,
+            "k7Vq2Lm9Zx4Rt8Wp",
+            "password_assignment",
+        );
+        assert_kept(r#"<add key="ApiTimeout" value="30" />"#);
+        assert_kept(r#"@click.option("--password", default=None, help="DB password")"#);
+        assert_kept(r#"[DefaultValue("")] public string Password { get; set; }"#);
+        // A passphrase to the end of a YAML or properties line goes whole, not its first word.
+        let r = redact("  db_password: violet kettle over the hill");
+        assert_eq!(r.text, "  db_password: [REDACTED:password_assignment]");
+        assert_kept("password: required");
     }
 
     #[test]
