@@ -7,6 +7,10 @@
 //! adds each sample note and its nearest neighbour as a distinct pair (S1: tune half of the task_types, S2: held
 //! out): a store is full of lessons on one topic that are neither rewordings nor revisions.
 //!
+//! With `--separability` it prints, per author, how well each score the installed models give tells duplicates
+//! from distinct pairs (AUC; 0.5 is a coin): the bound on what any threshold or fitted combination of them can
+//! reach.
+//!
 //! FB_MODEL_DIR=... FB_ORT_LIBRARY=... cargo run --release -p feedback_core --example dedup_pairs -- [--fit P,Q] data/dedup/pairs/*.jsonl
 use std::collections::BTreeMap;
 
@@ -137,6 +141,10 @@ fn main() {
             });
         }
     }
+    if args.iter().any(|a| a == "--separability") {
+        separability(&mut host, &cfg, &pairs);
+        return;
+    }
     let row = |p: &Pair| {
         let al = align(&p.a, &p.b);
         let d = differences(&p.a, &p.b, &al);
@@ -175,5 +183,71 @@ fn main() {
             let s = |x: usize| x as f64 / *n as f64;
             println!("{author:<7} {label:<30} {n:>5} {:>9.2} {:>8.2} {:>9.2}", s(*c), s(*m), s(*r));
         }
+    }
+}
+
+/// Per author, the AUC of duplicates against distinct pairs (the chance that a random duplicate scores above a
+/// random distinct pair of the same author) for each score the installed models give a pair.
+fn separability(host: &mut LocalHost, cfg: &HostConfig, pairs: &[Pair]) {
+    let a: Vec<&str> = pairs.iter().map(|p| p.a.as_str()).collect();
+    let b: Vec<&str> = pairs.iter().map(|p| p.b.as_str()).collect();
+    let minilm = {
+        let mut e = |t: &[&str]| host.embed(cfg, "all-MiniLM-L6-v2", t, TextRole::Document, &mut || ()).expect("embed");
+        let (va, vb) = (e(&a), e(&b));
+        va.iter().zip(&vb).map(|(x, y)| cosine(x, y) as f64).collect::<Vec<f64>>()
+    };
+    let cross = {
+        let model = "ms-marco-MiniLM-L-12-v2";
+        let ab: Vec<(&str, &str)> = a.iter().copied().zip(b.iter().copied()).collect();
+        let ba: Vec<(&str, &str)> = b.iter().copied().zip(a.iter().copied()).collect();
+        let s1 = host.rerank_pairs(cfg, model, &ab, &mut || ()).expect("rerank");
+        let s2 = host.rerank_pairs(cfg, model, &ba, &mut || ()).expect("rerank");
+        s1.iter().zip(&s2).map(|(x, y)| f64::from(x + y) / 2.0).collect::<Vec<f64>>()
+    };
+    let scores: [(&str, Vec<f64>); 4] = [
+        ("bge-small cosine", pairs.iter().map(|p| p.cosine).collect()),
+        ("bge-small cosine of the differing words", pairs.iter().map(|p| p.residual).collect()),
+        ("all-MiniLM-L6-v2 cosine", minilm),
+        ("ms-marco cross-encoder, both orders", cross),
+    ];
+    let mut authors: Vec<&str> = pairs.iter().map(|p| p.author.as_str()).collect();
+    authors.sort_unstable();
+    authors.dedup();
+    println!("AUC of duplicates against distinct pairs (0.5: no better than a coin)");
+    println!("{:<42} {}", "score", authors.iter().map(|a| format!("{a:>7}")).collect::<String>());
+    for (name, s) in &scores {
+        let cells: String = authors
+            .iter()
+            .map(|author| {
+                let of = |dup: bool| -> Vec<f64> {
+                    pairs
+                        .iter()
+                        .zip(s)
+                        .filter(|(p, _)| p.author == *author && p.duplicate == dup && (dup || p.label == "distinct"))
+                        .map(|(_, v)| *v)
+                        .collect()
+                };
+                let (pos, neg) = (of(true), of(false));
+                if pos.is_empty() || neg.is_empty() {
+                    return format!("{:>7}", "-");
+                }
+                let wins: f64 = pos
+                    .iter()
+                    .flat_map(|x| {
+                        neg.iter().map(move |y| {
+                            if x > y {
+                                1.0
+                            } else if x == y {
+                                0.5
+                            } else {
+                                0.0
+                            }
+                        })
+                    })
+                    .sum();
+                format!("{:>7.3}", wins / (pos.len() * neg.len()) as f64)
+            })
+            .collect();
+        println!("{name:<42} {cells}");
     }
 }
