@@ -453,6 +453,14 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(hex_key_valid),
         )
         .needs(&["hex"]),
+        // A password setter with a literal: `cfg.setPassword("…")`, `client.set_password('…')`.
+        secret(
+            "password_assignment",
+            r#"\b((?i:set_?(?:password|passwd|passphrase|pwd)))\s*\(\s*(?:"([^"\n]{3,200})"|'([^'\n]{3,200})')\s*\)"#,
+            &[2, 3],
+            Some(define_valid),
+        )
+        .needs(&["set"]),
         // .NET appSettings: `<add key="DbPassword" value="…" />`.
         secret(
             "password_assignment",
@@ -1336,6 +1344,27 @@ fn passphrase_like(v: &str) -> bool {
         && !v.ends_with(['.', '?', ':'])
 }
 
+/// A quoted value with spaces under a name that can only hold a password (`PASSWORD = "let me in please"`,
+/// `setPassword("winter is coming soon")`): a passphrase unless it reads as a message about passwords. Looser than
+/// [`passphrase_like`], which also judges values under names that may hold text (`secret`, `auth`).
+fn code_passphrase(key: &str, v: &str) -> bool {
+    static MESSAGE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:must|should|invalid|incorrect|required|enter|at\s+least|characters?|field|cannot|can't|too\s+(?:short|long|weak|many)|match|matches|confirm|expired|wrong|missing|forgot|forgotten|minimum|maximum|contain|contains|valid|empty|length|reset|change|changed|not|yet|unset|none|%s|%d)\b")
+            .expect("message words")
+    });
+    let k = key.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_ascii_lowercase();
+    let named = ["password", "passwd", "passphrase", "pwd", "pass"].iter().any(|w| k.ends_with(w));
+    let words = v.split_whitespace().count();
+    named
+        && !not_a_password_key(&k)
+        && (2..=8).contains(&words)
+        && (8..=100).contains(&v.chars().count())
+        && !v.contains(['(', ')', '[', ']', '{', '}', '"', '=', ';', '<', '>', '$', '%'])
+        && !v.ends_with(['.', '?', ':', '!'])
+        && !MESSAGE.is_match(v)
+        && !is_placeholder(v)
+}
+
 fn cli_password_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1, 2, 3]);
     !is_placeholder(v) && !is_code_reference(v) && v.len() >= 4
@@ -1757,7 +1786,7 @@ fn value_for_name(key: &str, v: &str) -> bool {
         return false;
     }
     if v.contains(char::is_whitespace) {
-        return passphrase_like(v);
+        return passphrase_like(v) || code_passphrase(key, v);
     }
     if is_password_name(key) {
         v.chars().count() >= 3
@@ -2107,7 +2136,7 @@ fn password_valid(caps: &Captures, text: &str) -> bool {
         return false;
     }
     if value.contains(char::is_whitespace) {
-        return caps.get(5).is_none() && passphrase_like(value);
+        return caps.get(5).is_none() && (passphrase_like(value) || code_passphrase(key, value));
     }
     if caps.get(5).is_some() {
         // A bare value may be code: `password=password`, `password: str`, `password = get_password()`.
@@ -2394,6 +2423,22 @@ mod tests {
         let r = redact("  db_password: violet kettle over the hill");
         assert_eq!(r.text, "  db_password: [REDACTED:password_assignment]");
         assert_kept("password: required");
+    }
+
+    #[test]
+    fn passphrases_under_password_names_in_code() {
+        assert_redacts(r#"PASSWORD = "let me in please""#, "let me in please", "password_assignment");
+        assert_redacts(r#"cfg.setPassword("winter is coming soon");"#, "winter is coming soon", "password_assignment");
+        assert_redacts(
+            r#"<add key="Password" value="autumn leaves are falling" />"#,
+            "autumn leaves",
+            "password_assignment",
+        );
+        assert_kept(r#"PASSWORD = "not set yet""#);
+        assert_kept(r#"password = "Password must be at least 8 characters""#);
+        assert_kept(r#"password_error = "Password is too short""#);
+        assert_kept(r#"PASSWORD_HINT = "use your birth city""#);
+        assert_kept(r#"err_password = "passwords do not match""#);
     }
 
     #[test]
