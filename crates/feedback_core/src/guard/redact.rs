@@ -1873,7 +1873,7 @@ fn hex_key_valid(caps: &Captures, text: &str) -> bool {
             .expect("key words")
     });
     static DIGEST: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)sha|md5|digest|hash|checksum|expected|fingerprint|commit|blake|crc|etag|\bid\b|uuid|nonce|\biv\b|public|pubkey")
+        Regex::new(r"(?i)sha|md5|digest|hash|checksum|expected|fingerprint|commit|blake|crc|etag|(?:\b|_)ids?\b|uuid|nonce|(?:\b|_)iv\b|public|pubkey")
             .expect("digest words")
     });
     let Some(m) = caps.get(1).or_else(|| caps.get(2)) else { return false };
@@ -2397,6 +2397,8 @@ mod tests {
         assert_kept(r#"nonce = bytes.fromhex("000102030405060708090a0b0c0d0e0f")"#);
         assert_kept(r#"let key = hex!("00000000000000000000000000000000");"#);
         assert_kept(&format!(r#"commit_id = bytes.fromhex("{k}")"#));
+        assert_kept(r#"key_id = bytes.fromhex("0123456789abcdef0123456789abcdef")"#);
+        assert_kept(r#"aes_iv = bytes.fromhex("3a7bd3e2360a3d29eea436fcfb7e44c7")"#);
     }
 
     #[test]
