@@ -367,7 +367,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["sqlcmd", "bcp", "osql", "isql"]),
         secret(
             "password_assignment",
-            r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlsh)\b[^\n]*?\s-p["']?([^\s"'-][^\s"']*)"#,
+            r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlsh)[ \t][^\n]*?\s-p["']?([^\s"'-][^\s"']*)"#,
             &[1],
             Some(cli_password_valid),
         )
@@ -464,7 +464,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // .NET appSettings: `<add key="DbPassword" value="…" />`.
         secret(
             "password_assignment",
-            r#"<add\s+key\s*=\s*"([^"\n]*(?i:password|passwd|pwd|secret|token|api[_-]?key|apikey|credential)[^"\n]*)"\s+value\s*=\s*"([^"\n]{1,300})""#,
+            r#"<add\s+key\s*=\s*"([^"\n]*(?i:password|passwd|pwd|passphrase)[^"\n]*)"\s+value\s*=\s*"([^"\n]{1,300})""#,
             &[2],
             Some(define_valid),
         )
@@ -473,14 +473,28 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `@click.option("--api-key", default="…")`, `[DefaultValue("…")] public string AdminPassword`.
         secret(
             "password_assignment",
-            r#"(?i:\boption)\(\s*[^\n]*?["']-{0,2}([\w-]*(?i:password|passwd|secret|token|api-?key|apikey|credential)[\w-]*)["'][^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{3,200})["']"#,
+            r#"(?i:\boption)\(\s*[^\n]*?["']-{0,2}([\w-]*(?i:password|passwd|passphrase|pwd)[\w-]*)["'][^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{3,200})["']"#,
+            &[2],
+            Some(define_valid),
+        )
+        .needs(&["option"]),
+        secret(
+            "api_key_assignment",
+            r#"(?i:\boption)\(\s*[^\n]*?["']-{0,2}([\w-]*(?i:secret|token|api-?key|apikey|credential)[\w-]*)["'][^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{3,200})["']"#,
             &[2],
             Some(define_valid),
         )
         .needs(&["option"]),
         secret(
             "password_assignment",
-            r#"\[DefaultValue\(\s*"([^"\n]{3,200})"\s*\)\]\s*(?:\[[^\]\n]*\]\s*)*[\w\s<>?]*?\b([A-Za-z0-9_]*(?i:password|passwd|pwd|secret|token|apikey|api_key|credential)[A-Za-z0-9_]*)\b"#,
+            r#"\[DefaultValue\(\s*"([^"\n]{3,200})"\s*\)\]\s*(?:\[[^\]\n]*\]\s*)*[\w\s<>?]*?\b([A-Za-z0-9_]*(?i:password|passwd|pwd|passphrase)[A-Za-z0-9_]*)\b"#,
+            &[1],
+            Some(default_value_valid),
+        )
+        .needs(&["defaultvalue"]),
+        secret(
+            "api_key_assignment",
+            r#"\[DefaultValue\(\s*"([^"\n]{3,200})"\s*\)\]\s*(?:\[[^\]\n]*\]\s*)*[\w\s<>?]*?\b([A-Za-z0-9_]*(?i:secret|token|apikey|api_key|credential)[A-Za-z0-9_]*)\b"#,
             &[1],
             Some(default_value_valid),
         )
@@ -1080,21 +1094,30 @@ fn redact_argv(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
     let mut last = 0;
     let mut budget = 16;
     for m in ARGV.find_iter(text) {
+        if m.len() > 4096 {
+            continue;
+        }
         let parts: Vec<regex::Match> =
-            PART.captures_iter(m.as_str()).filter_map(|c| c.get(1).or_else(|| c.get(2))).collect();
-        if parts.len() > 64
-            || m.len() > 4096
-            || !parts.iter().any(|p| p.as_str().starts_with('-'))
-            || parts.iter().any(|p| p.as_str().contains(['\'', '\n']) || p.as_str().is_empty())
-        {
+            PART.captures_iter(m.as_str()).take(65).filter_map(|c| c.get(1).or_else(|| c.get(2))).collect();
+        if parts.len() > 64 || !parts.iter().any(|p| p.as_str().starts_with('-')) {
             continue;
         }
         if budget == 0 {
             break;
         }
         budget -= 1;
-        let quote = |p: &str| if p.contains(char::is_whitespace) { format!("'{p}'") } else { p.to_string() };
-        let line: Vec<String> = parts.iter().map(|p| quote(p.as_str())).collect();
+        // A part that cannot stand as one shell word (empty, or holding a quote or a newline) stands as `_` and is
+        // never written back.
+        let word = |p: &str| {
+            if p.is_empty() || p.contains(['\'', '\n']) {
+                "_".to_string()
+            } else if p.contains(char::is_whitespace) {
+                format!("'{p}'")
+            } else {
+                p.to_string()
+            }
+        };
+        let line: Vec<String> = parts.iter().map(|p| word(p.as_str())).collect();
         let redacted = redact_rules(&line.join(" "), false);
         if redacted.kinds.is_empty() {
             continue;
@@ -1103,9 +1126,11 @@ fn redact_argv(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
         if tokens.len() != parts.len() {
             continue;
         }
-        let mut changed = false;
-        for (part, (token, was)) in parts.iter().zip(tokens.iter().zip(&line)) {
-            if token == was {
+        let mut changed = 0;
+        for (i, (part, (token, was))) in parts.iter().zip(tokens.iter().zip(&line)).enumerate() {
+            // Only a flag's own value (`-pX`, `--password=X`) or the argument after a flag is a flag's value.
+            let flag = was.starts_with('-') || (i > 0 && line[i - 1].starts_with('-'));
+            if token == was || was == "_" || !flag || !token.contains("[REDACTED:") {
                 continue;
             }
             let token = if was.starts_with('\'') { token.trim_matches('\'') } else { token.as_str() };
@@ -1113,11 +1138,10 @@ fn redact_argv(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
             out.push_str(&text[last..start]);
             out.push_str(token);
             last = m.start() + part.end();
-            changed = true;
+            changed += 1;
         }
-        if changed {
-            kinds.extend(redacted.kinds.iter().copied());
-        }
+        // One kind per argument written back (a rule may have replaced more than this list's flags).
+        kinds.extend(redacted.kinds.iter().copied().take(changed));
     }
     if last == 0 {
         return None;
@@ -1342,6 +1366,7 @@ fn passphrase_like(v: &str) -> bool {
         && !MESSAGE.is_match(v)
         && !is_placeholder(v)
         && !v.ends_with(['.', '?', ':'])
+        && v.chars().filter(|c| c.is_alphabetic()).count() >= 6
 }
 
 /// A quoted value with spaces under a name that can only hold a password (`PASSWORD = "let me in please"`,
@@ -1349,7 +1374,7 @@ fn passphrase_like(v: &str) -> bool {
 /// [`passphrase_like`], which also judges values under names that may hold text (`secret`, `auth`).
 fn code_passphrase(key: &str, v: &str) -> bool {
     static MESSAGE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:must|should|invalid|incorrect|required|enter|at\s+least|characters?|field|cannot|can't|too\s+(?:short|long|weak|many)|match|matches|confirm|expired|wrong|missing|forgot|forgotten|minimum|maximum|contain|contains|valid|empty|length|reset|change|changed|not|yet|unset|none|%s|%d)\b")
+        Regex::new(r"(?i)\b(?:must|should|invalid|incorrect|required|enter|at\s+least|characters?|field|cannot|can't|too\s+(?:short|long|weak|many)|match|matches|confirm|expired|wrong|missing|forgot|forgotten|minimum|maximum|contain|contains|valid|empty|length|reset|change|changed|not|yet|unset|none|your|password|passwords|account|choose|new|login|sign|type|%s|%d)\b")
             .expect("message words")
     });
     let k = key.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_ascii_lowercase();
@@ -1366,8 +1391,9 @@ fn code_passphrase(key: &str, v: &str) -> bool {
 }
 
 fn cli_password_valid(caps: &Captures, _text: &str) -> bool {
+    static SWITCH: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^/[A-Za-z]+(?::\S*)?$").expect("switch"));
     let v = group(caps, &[1, 2, 3]);
-    !is_placeholder(v) && !is_code_reference(v) && v.len() >= 4
+    !is_placeholder(v) && !is_code_reference(v) && v.len() >= 4 && !SWITCH.is_match(v)
 }
 
 /// The value sits under an `encrypted`/`encryptedData`/`secure:` key: ciphertext, not a secret (SealedSecrets,
@@ -1866,21 +1892,80 @@ fn signing_key_valid(caps: &Captures, _text: &str) -> bool {
         || passphrase_like(v)
 }
 
-/// A decoded hex key on a line about keys or ciphers, not a digest, test vector of a hash, or id.
+/// A decoded hex key on a line that names a key (`key`, `secret`, `aes`, `hmac`, … as a word or a part of a
+/// camelCase or snake_case name), and not a digest, an id, a nonce, an IV, a public key or test data
+/// (`ciphertext`, `plaintext`, `signature`).
 fn hex_key_valid(caps: &Captures, text: &str) -> bool {
-    static KEYISH: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)key|secret|aes|hmac|cipher|crypt|fernet|chacha|nacl|sodium|seal|sign|psk|kek|dek")
-            .expect("key words")
-    });
-    static DIGEST: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)sha|md5|digest|hash|checksum|expected|fingerprint|commit|blake|crc|etag|(?:\b|_)ids?\b|uuid|nonce|(?:\b|_)iv\b|public|pubkey")
-            .expect("digest words")
-    });
+    const KEY: &[&str] = &["key", "keys", "secret", "aes", "hmac", "kek", "dek", "psk", "fernet", "secretbox"];
+    const NOT: &[&str] = &[
+        "sha",
+        "sha1",
+        "sha256",
+        "sha512",
+        "md5",
+        "digest",
+        "hash",
+        "hashes",
+        "checksum",
+        "expected",
+        "fingerprint",
+        "commit",
+        "blake2b",
+        "blake2s",
+        "crc",
+        "etag",
+        "id",
+        "ids",
+        "uuid",
+        "nonce",
+        "iv",
+        "pubkey",
+        "plaintext",
+        "ciphertext",
+        "ct",
+        "pt",
+        "signature",
+        "sig",
+        "msg",
+        "aad",
+        "tag",
+        "vector",
+        "vectors",
+    ];
     let Some(m) = caps.get(1).or_else(|| caps.get(2)) else { return false };
-    let window = line_window(text, m.start(), m.end());
-    let line = window.replace(m.as_str(), "");
+    let start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[m.end()..].find('\n').map_or(text.len(), |i| m.end() + i);
+    let line = format!("{} {}", &text[start..m.start()], &text[m.end()..end]);
+    let line = PLACEHOLDER.replace_all(&line, " ");
+    let parts = name_parts(&line);
+    let public_key = parts.windows(2).any(|w| w[0] == "public" && w[1] == "key");
     let distinct = m.as_str().to_ascii_lowercase().chars().collect::<std::collections::BTreeSet<_>>().len();
-    KEYISH.is_match(&line) && !DIGEST.is_match(&line) && distinct >= 8 && !is_mask(m.as_str())
+    parts.iter().any(|p| KEY.contains(&p.as_str()))
+        && !parts.iter().any(|p| NOT.contains(&p.as_str()))
+        && !public_key
+        && distinct >= 8
+        && !is_mask(m.as_str())
+}
+
+/// The lower-case words of a line, identifiers split at `_`, `-`, `.` and camelCase (`SecretKeySpec` → secret,
+/// key, spec; `aes_iv` → aes, iv); digits stay with their word (`sha256`).
+fn name_parts(line: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for word in line.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let mut cur = String::new();
+        let mut prev_lower = false;
+        for c in word.chars() {
+            if c.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
+                parts.push(std::mem::take(&mut cur));
+            }
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            cur.push(c.to_ascii_lowercase());
+        }
+        if !cur.is_empty() {
+            parts.push(cur);
+        }
+    }
+    parts
 }
 
 /// `[DefaultValue("value")]` over a property named for a secret (group 2).
@@ -2113,7 +2198,7 @@ fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval)$")
         .expect("non-secret keys")
 });
 
@@ -2384,6 +2469,15 @@ mod tests {
         assert_kept(r#"subprocess.run(["psql", "-h", "db", "-p", "5432", "-U", "app"])"#);
         assert_kept(r#"["mysql", "-u", "root", "-p"]"#);
         assert_kept(r#"spawn('node', ['--inspect', 'server.js', '--port', '8080'])"#);
+        // A part that is no shell word (a quoted query) does not hide the password; flags of other programs that
+        // mention a database are not its password flag; a Windows switch is not a password.
+        assert_redacts(
+            r#"subprocess.run(["mysql", "-uroot", "-pW1nter2024x", "-e", "SELECT * FROM t WHERE name = 'bob'"])"#,
+            "W1nter2024x",
+            "password_assignment",
+        );
+        assert_kept(r#"exec.Command("go", "test", "./mysql/...", "-parallel", "4")"#);
+        assert_kept(r#"exec.Command("net", "user", "alice", "/delete")"#);
     }
 
     #[test]
@@ -2399,6 +2493,19 @@ mod tests {
         assert_kept(&format!(r#"commit_id = bytes.fromhex("{k}")"#));
         assert_kept(r#"key_id = bytes.fromhex("0123456789abcdef0123456789abcdef")"#);
         assert_kept(r#"aes_iv = bytes.fromhex("3a7bd3e2360a3d29eea436fcfb7e44c7")"#);
+        // Test vectors of a cipher are data, not keys.
+        assert_kept(r#"ciphertext = bytes.fromhex("3ad77bb40d7a3660a89ecaf32466ef97")"#);
+        // Words inside other words decide nothing: "shared" is not "sha", "assignment" not "sign".
+        assert_redacts(
+            &format!("# shared with the billing service\ncipher_key = bytes.fromhex(\"{k}\")"),
+            k,
+            "hex_key",
+        );
+        assert_redacts(&format!(r#"public static final byte[] KEY = Hex.decode("{k}");"#), k, "hex_key");
+        // Idempotent next to another secret's placeholder.
+        let two = "db_pass = \"Tr0ub4dor&3xyz\"\ndata = bytes.fromhex(\"0f1e2d3c4b5a69788796a5b4c3d2e1f0\")";
+        let once = redact(two).text;
+        assert_eq!(redact(&once).text, once);
     }
 
     #[test]
@@ -2406,8 +2513,14 @@ mod tests {
         assert_redacts(
             r#"<add key="ApiSecret" value="q8Zr2LmX9kP4tV7wY1nB" />"#,
             "q8Zr2LmX9kP4tV7wY1nB",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            r#"<add key="DbPassword" value="q8Zr2LmX9kP4tV7wY1nB" />"#,
+            "q8Zr2LmX9kP4tV7wY1nB",
             "password_assignment",
         );
+        assert_kept(r#"<add key="SecretRotationSchedule" value="0 0 1 * *" />"#);
         assert_redacts(
             r#"[DefaultValue("Zx9!kq2Lm#pQ")] public string AdminPassword { get; set; }"#,
             "Zx9!kq2Lm#pQ",
@@ -2415,6 +2528,11 @@ mod tests {
         );
         assert_redacts(
             r#"@click.option("--api-key", default="k7Vq2Lm9Zx4Rt8Wp")"#,
+            "k7Vq2Lm9Zx4Rt8Wp",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            r#"@click.option("--db-password", default="k7Vq2Lm9Zx4Rt8Wp")"#,
             "k7Vq2Lm9Zx4Rt8Wp",
             "password_assignment",
         );
@@ -2441,6 +2559,8 @@ mod tests {
         assert_kept(r#"password_error = "Password is too short""#);
         assert_kept(r#"PASSWORD_HINT = "use your birth city""#);
         assert_kept(r#"err_password = "passwords do not match""#);
+        assert_kept(r#"{"new_password": "Choose a new password for your account"}"#);
+        assert_kept("password.title = Login to corporate portal");
     }
 
     #[test]
