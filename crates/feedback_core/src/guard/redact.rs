@@ -76,6 +76,25 @@ fn quoted_pair(key: &str) -> String {
     format!(r#"["']((?i:{key}))["'](\s*,\s*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})')"#)
 }
 
+/// Words in an option's or property's name that make its default a password, or another secret.
+const PASSWORD_NAME: &str = "password|passwd|passphrase|pwd";
+const SECRET_NAME: &str = "secret|token|api-?key|api_key|apikey|credential";
+
+/// An option declared with a secret's name and a literal default: `[Option('p', "password", Default = "…")]`,
+/// `@click.option("--api-key", default="…")`. Groups: 1 name, 2 default.
+fn option_default(names: &str) -> String {
+    format!(
+        r#"(?i:\boption)\(\s*[^\n]*?["']-{{0,2}}([\w-]*(?i:{names})[\w-]*)["'][^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{{3,200}})["']"#
+    )
+}
+
+/// `[DefaultValue("…")]` over a property with a secret's name. Groups: 1 default, 2 name.
+fn default_value(names: &str) -> String {
+    format!(
+        r#"\[DefaultValue\(\s*"([^"\n]{{3,200}})"\s*\)\]\s*(?:\[[^\]\n]*\]\s*)*[\w\s<>?]*?\b([A-Za-z0-9_]*(?i:{names})[A-Za-z0-9_]*)\b"#
+    )
+}
+
 const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*";
 const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret)[A-Za-z0-9_.-]*";
 
@@ -471,34 +490,12 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["<add"]),
         // Defaults of options and properties named for a secret: `[Option('p', "password", Default = "…")]`,
         // `@click.option("--api-key", default="…")`, `[DefaultValue("…")] public string AdminPassword`.
-        secret(
-            "password_assignment",
-            r#"(?i:\boption)\(\s*[^\n]*?["']-{0,2}([\w-]*(?i:password|passwd|passphrase|pwd)[\w-]*)["'][^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{3,200})["']"#,
-            &[2],
-            Some(define_valid),
-        )
-        .needs(&["option"]),
-        secret(
-            "api_key_assignment",
-            r#"(?i:\boption)\(\s*[^\n]*?["']-{0,2}([\w-]*(?i:secret|token|api-?key|apikey|credential)[\w-]*)["'][^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{3,200})["']"#,
-            &[2],
-            Some(define_valid),
-        )
-        .needs(&["option"]),
-        secret(
-            "password_assignment",
-            r#"\[DefaultValue\(\s*"([^"\n]{3,200})"\s*\)\]\s*(?:\[[^\]\n]*\]\s*)*[\w\s<>?]*?\b([A-Za-z0-9_]*(?i:password|passwd|pwd|passphrase)[A-Za-z0-9_]*)\b"#,
-            &[1],
-            Some(default_value_valid),
-        )
-        .needs(&["defaultvalue"]),
-        secret(
-            "api_key_assignment",
-            r#"\[DefaultValue\(\s*"([^"\n]{3,200})"\s*\)\]\s*(?:\[[^\]\n]*\]\s*)*[\w\s<>?]*?\b([A-Za-z0-9_]*(?i:secret|token|apikey|api_key|credential)[A-Za-z0-9_]*)\b"#,
-            &[1],
-            Some(default_value_valid),
-        )
-        .needs(&["defaultvalue"]),
+        secret("password_assignment", &option_default(PASSWORD_NAME), &[2], Some(define_valid)).needs(&["option"]),
+        secret("api_key_assignment", &option_default(SECRET_NAME), &[2], Some(define_valid)).needs(&["option"]),
+        secret("password_assignment", &default_value(PASSWORD_NAME), &[1], Some(default_value_valid))
+            .needs(&["defaultvalue"]),
+        secret("api_key_assignment", &default_value(SECRET_NAME), &[1], Some(default_value_valid))
+            .needs(&["defaultvalue"]),
         // A password piped into the program that reads it: `echo 'pw' | passwd --stdin root`,
         // `echo "user:pw" | chpasswd`, `echo pw | sudo -S ...`, `echo $X | docker login --password-stdin`.
         secret(
@@ -1933,7 +1930,7 @@ fn hex_key_valid(caps: &Captures, text: &str) -> bool {
         "vectors",
     ];
     let Some(m) = caps.get(1).or_else(|| caps.get(2)) else { return false };
-    let start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+    let start = line_start(text, m.start(), 400);
     let end = text[m.end()..].find('\n').map_or(text.len(), |i| m.end() + i);
     let line = format!("{} {}", &text[start..m.start()], &text[m.end()..end]);
     let line = PLACEHOLDER.replace_all(&line, " ");
