@@ -4,7 +4,10 @@
 //! - `project`: `data/guard/secrets.jsonl`, the corpus the first rules were written against (tune only);
 //! - `D`: `data/guard/secrets/D.jsonl`, configuration and infrastructure (tune);
 //! - `E`: `data/guard/secrets/E.jsonl`, application code: the held-out author (see [`HELD_OUT`]);
-//! - `F`: `data/guard/secrets/F.jsonl`, prose, chat and logs (tune).
+//! - `F`: `data/guard/secrets/F.jsonl`, prose, chat and logs (tune);
+//! - `J`: `data/guard/secrets/J.jsonl`, application code weighted to the hard forms: values with spaces, key bodies
+//!   without headers, annotation defaults, flags in argument lists, split literals (tune; written after E's rates,
+//!   never its rows, showed those forms weakest).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
@@ -30,8 +33,13 @@ use serde_json::Value;
 
 /// The author whose rows no rule was tuned on.
 const HELD_OUT: &str = "E";
-const AUTHORS: [(&str, &str); 4] =
-    [("project", "secrets.jsonl"), ("D", "secrets/D.jsonl"), ("E", "secrets/E.jsonl"), ("F", "secrets/F.jsonl")];
+const AUTHORS: [(&str, &str); 5] = [
+    ("project", "secrets.jsonl"),
+    ("D", "secrets/D.jsonl"),
+    ("E", "secrets/E.jsonl"),
+    ("F", "secrets/F.jsonl"),
+    ("J", "secrets/J.jsonl"),
+];
 const MIN_REDACTION: f64 = 0.92;
 const MAX_FALSE_REDACTION: f64 = 0.02;
 

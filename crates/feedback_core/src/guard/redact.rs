@@ -111,10 +111,11 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         secret("private_key_pem", r"\b(LS0tLS1CRUdJTi[A-Za-z0-9+/]{16,}={0,2})", &[1], Some(encoded_private_key)),
         // A key body pasted without its header: base64 DER whose first bytes are a private key's (SEQUENCE,
         // then INTEGER version 0 or 1; public keys and certificates start SEQUENCE, SEQUENCE), or OpenSSH's
-        // `openssh-key-v1` magic. Lines of a JSON string (`\n`) or of the text.
+        // `openssh-key-v1` magic. Its lines run on as lines of the text, of a JSON string (`\n`), of a string
+        // continued with `\`, or as literals of a list or a concatenation (`"…",` / `"…" +`): all of them go.
         secret(
             "private_key_pem",
-            r"(?:^|[^A-Za-z0-9+/=])((?:MI[IH]|MH[cQ]|MC4C|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{21,}(?:(?:\r?\n|\\r?\\n)[ \t]*[A-Za-z0-9+/]{8,}){0,400}={0,2})",
+            r#"(?:^|[^A-Za-z0-9+/=])((?:MI[IHG]|MH[cQ]|MC4C|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{21,}(?:(?:["'`][ \t]*[,+]?[ \t]*)?\\?(?:\r?\n|(?:\\r)?\\n)[ \t]*["'`]?[A-Za-z0-9+/]{8,}){0,400}={0,2})"#,
             &[1],
             Some(der_private_key),
         ),
@@ -472,6 +473,28 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(hex_key_valid),
         )
         .needs(&["hex"]),
+        // The same for a key written as base64 and decoded in code: `SecretKeySpec(Base64.getDecoder().decode("…")`,
+        // `SymmetricKey(data: Data(base64Encoded: "…")!)`, `key = base64.b64decode("…")`,
+        // `Convert.FromBase64String("…")`, `Buffer.from("…", "base64")`, Ruby's `["…"].pack("H*")` for hex.
+        secret(
+            "hex_key",
+            r#"\[\s*["']([0-9a-fA-F]{32,128})["']\s*\]\.pack\(\s*["']H\*["']"#,
+            &[1],
+            Some(hex_key_valid),
+        )
+        .needs(&["pack("]),
+        secret(
+            "base64_key",
+            r#"(?i:\b(?:b64decode|urlsafe_b64decode|standard_b64decode|getDecoder\(\)\.decode|getUrlDecoder\(\)\.decode|getMimeDecoder\(\)\.decode|Base64\.decode(?:Base64)?|FromBase64String|Encoding\.DecodeString|base64::decode|decode64|strict_decode64|urlsafe_decode64|base64_decode|atob|base64Encoded:))\s*\(?\s*[bf]?["']([A-Za-z0-9+/_-]{22,200}={0,2})["']|\bBuffer\.from\(\s*["']([A-Za-z0-9+/_-]{22,200}={0,2})["']\s*,\s*["']base64(?:url)?["']"#,
+            &[1, 2],
+            Some(hex_key_valid),
+        )
+        .needs(&["decode", "base64", "atob"]),
+        // A Fernet key given to Fernet itself, and a TOTP seed given to its generator: the line needs no name.
+        secret("base64_key", r#"\bFernet\(\s*b?["']([A-Za-z0-9_-]{43}=)["']"#, &[1], Some(given_valid))
+        .needs(&["fernet("]),
+        secret("totp_secret", r#"(?i:\b(?:TOTP|HOTP|totp_seed|otp_seed))\(\s*["']([A-Z2-7]{16,128}=*)["']"#, &[1], Some(given_valid))
+        .needs(&["otp"]),
         // A password setter with a literal: `cfg.setPassword("…")`, `client.set_password('…')`.
         secret(
             "password_assignment",
@@ -1348,6 +1371,10 @@ static COMMON_WORD: LazyLock<Regex> = LazyLock::new(|| {
         .expect("common words")
 });
 
+/// The words of a message about passwords ("Change password"), which a passphrase does not spell out.
+static PASSWORD_WORD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(?:password|passwords|passphrase|passwort|contraseña|senha)\b").expect("word"));
+
 /// A passphrase in quotes: 2 to 8 words, 8 to 100 characters, not a sentence about passwords.
 fn passphrase_like(v: &str) -> bool {
     static MESSAGE: LazyLock<Regex> = LazyLock::new(|| {
@@ -1359,6 +1386,7 @@ fn passphrase_like(v: &str) -> bool {
     (2..=8).contains(&words)
         && (8..=100).contains(&n)
         && !v.contains(['(', ')', '[', ']', '{', '}', '"', '=', ';', '<', '>', '$'])
+        && !PASSWORD_WORD.is_match(v)
         && v.split_whitespace().all(|w| w.chars().count() <= 24)
         && !MESSAGE.is_match(v)
         && !is_placeholder(v)
@@ -1381,7 +1409,9 @@ fn code_passphrase(key: &str, v: &str) -> bool {
         && !not_a_password_key(&k)
         && (2..=8).contains(&words)
         && (8..=100).contains(&v.chars().count())
-        && !v.contains(['(', ')', '[', ']', '{', '}', '"', '=', ';', '<', '>', '$', '%'])
+        // Quotes (escaped or not) and `;`, `&` are what make a passphrase strong; brackets, `=`, `$` and `%` make
+        // code, markup or a format string.
+        && !v.contains(['(', ')', '[', ']', '{', '}', '=', '<', '>', '$', '%'])
         && !v.ends_with(['.', '?', ':', '!'])
         && !MESSAGE.is_match(v)
         && !is_placeholder(v)
@@ -1431,10 +1461,11 @@ fn names_not_values(v: &str) -> bool {
     (wordy && secret_word && !v.chars().any(|c| c.is_ascii_digit())) || OBJECT_ID.is_match(v)
 }
 
-/// An environment variable's name as a value: `passwordVariable: 'NEXUS_PASSWORD'`.
+/// An environment variable's or a constant's name as a value: `passwordVariable: 'NEXUS_PASSWORD'`,
+/// `.psk = CONFIG_FACTORY_AP_PSK`.
 fn env_var_name(v: &str) -> bool {
     static NAME: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY|CREDENTIALS?|AUTH)(?:_[A-Z0-9]+)*$|^(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY)(?:_[A-Z0-9]+)*$")
+        Regex::new(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_?(?:PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|PSK|SECRET|TOKEN|KEY|CREDENTIALS?|AUTH)(?:_[A-Z0-9]+)*$|^(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY)(?:_[A-Z0-9]+)*$|^[A-Z]{2,}(?:_[A-Z][A-Z0-9]*){2,}$")
             .expect("env var name")
     });
     NAME.is_match(v)
@@ -1529,6 +1560,13 @@ fn jaas_context(caps: &Captures, text: &str) -> bool {
 fn positional_key_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
     !is_placeholder(v) && !v.contains("://") && looks_random(v)
+}
+
+/// A literal handed to what can only take a secret (`Fernet("…")`, `TOTP("…")`): anything but a placeholder or a
+/// mask.
+fn given_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    !is_placeholder(v) && !is_mask(v) && v.chars().collect::<std::collections::BTreeSet<_>>().len() >= 8
 }
 
 fn literal_valid(caps: &Captures, _text: &str) -> bool {
@@ -1731,7 +1769,10 @@ fn credential_shaped(v: &str) -> bool {
         Regex::new(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$").expect("uuid")
     });
     let n = v.chars().count();
+    // `&cfg.Token`, `*opts.Secret`: a reference taken in code.
+    let referenced = v.strip_prefix(['&', '*']).is_some_and(is_code_reference);
     if n < 8
+        || referenced
         || !v.is_ascii()
         || UUID.is_match(v)
         || is_slug(v)
@@ -1743,7 +1784,7 @@ fn credential_shaped(v: &str) -> bool {
         return false;
     }
     static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$")
+        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$|^\d+\*[A-Za-z_][\w.]*$|^[A-Za-z]+(?:;[A-Za-z]+)+$")
             .expect("not a token")
     });
     if v.contains("://")
@@ -1928,6 +1969,9 @@ fn hex_key_valid(caps: &Captures, text: &str) -> bool {
         "tag",
         "vector",
         "vectors",
+        "verify",
+        "verifying",
+        "verification",
     ];
     let Some(m) = caps.get(1).or_else(|| caps.get(2)) else { return false };
     let start = line_start(text, m.start(), 400);
@@ -2031,10 +2075,14 @@ fn der_private_prefix(b: &[u8]) -> bool {
     b.len() >= skip + 3 && b[skip] == 0x02 && b[skip + 1] == 0x01 && b[skip + 2] <= 0x01
 }
 
-/// A base64 body (lines joined) that decodes to a private key's DER.
+/// A base64 body (lines joined) that decodes to a private key's DER, longer than the prefix every key of a kind
+/// shares (`MIIEvQIBADANBgkqhkiG9w0BAQEFAASC` starts every 2048-bit RSA PKCS#8 key: quoting it leaks nothing).
 fn der_private_key(caps: &Captures, _text: &str) -> bool {
     use base64::Engine;
     let blob = group(caps, &[1]);
+    if blob.bytes().filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/')).count() < 40 {
+        return false;
+    }
     let head: String =
         blob.replace("\\n", "").replace("\\r", "").chars().filter(|c| !c.is_whitespace()).take(24).collect();
     if head.len() < 24 {
@@ -2195,13 +2243,14 @@ fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|site[_-]?key|publishable[_-]?key)$")
         .expect("non-secret keys")
 });
 
 fn password_valid(caps: &Captures, text: &str) -> bool {
     let key = group(caps, &[1]);
-    if NON_SECRET_KEY.is_match(key) {
+    // `"--password-stdin", "registry.acme.io"`: a flag about the password, and the argument after it.
+    if NON_SECRET_KEY.is_match(key) || key.starts_with('-') && flag_names_a_property(key) {
         return false;
     }
     let value = group(caps, &[3, 4, 5]);
@@ -2240,7 +2289,10 @@ fn password_valid(caps: &Captures, text: &str) -> bool {
 
 fn api_key_valid(caps: &Captures, text: &str) -> bool {
     let key = group(caps, &[1]);
-    if NON_SECRET_KEY.is_match(key) || key.to_ascii_lowercase().ends_with("tokens") {
+    if NON_SECRET_KEY.is_match(key)
+        || key.to_ascii_lowercase().ends_with("tokens")
+        || key.starts_with('-') && flag_names_a_property(key)
+    {
         return false;
     }
     let value = group(caps, &[3, 4, 5]);
@@ -2251,6 +2303,8 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
         || is_path(value)
         || env_var_name(value)
         || names_a_reference(key)
+        // `"sha256=5a97…"`: a digest (an expected webhook signature), which its algorithm's name leads.
+        || ["sha1=", "sha256=", "sha512=", "md5="].iter().any(|p| value.to_ascii_lowercase().starts_with(p))
         || value.contains("://")
         || lower_key.contains("author")
         || (lower_key == "signingkey" && value.len() <= 40 && value.chars().all(|c| c.is_ascii_hexdigit()))
@@ -2278,8 +2332,12 @@ fn env_style(caps: &Captures, text: &str) -> bool {
     (upper && sep.as_str() == "=" && lead_ok) || yaml
 }
 
+/// A bare value that a call or an index follows (`get_password()`), or that starts an expression
+/// (`try Keychain.read(…)`, `await vault.get(…)`).
 fn followed_by_call(caps: &Captures, text: &str) -> bool {
-    caps.get(5).is_some_and(|m| text[m.end()..].starts_with(['(', '[']))
+    static EXPRESSION: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^[ \t]+[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(.]").expect("expression"));
+    caps.get(5).is_some_and(|m| text[m.end()..].starts_with(['(', '[']) || EXPRESSION.is_match(&text[m.end()..]))
 }
 
 /// A bare value that is code, not a literal: a call, an index, a dotted path, a variable, a type.
@@ -2475,6 +2533,70 @@ mod tests {
         );
         assert_kept(r#"exec.Command("go", "test", "./mysql/...", "-parallel", "4")"#);
         assert_kept(r#"exec.Command("net", "user", "alice", "/delete")"#);
+    }
+
+    #[test]
+    fn key_bodies_run_on_across_literals() {
+        let lines = [
+            "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg6vKEX8Z4SZPGtZT4",
+            "5496Tc/Oo9aeYXWSSRV93IHOf32hRANCAAToG7Q2HRLTL9lSkOivEJI5Cm+zWGZX",
+            "6rXM07mpI/qXlnXQOoJENW9cmCAc7wpDMzTcHTGlH3bUzRnw4v0xeoPT",
+        ];
+        let forms = [
+            format!("KEY = [\n    \"{}\",\n    \"{}\",\n    \"{}\",\n]", lines[0], lines[1], lines[2]),
+            format!("String KEY =\n    \"{}\" +\n    \"{}\" +\n    \"{}\";", lines[0], lines[1], lines[2]),
+            format!("const KEY: &str = \"\\\n    {}\\\n    {}\\\n    {}\\\n\";", lines[0], lines[1], lines[2]),
+            format!("{{\"private_key\": \"{}\\n{}\\n{}\\n\"}}", lines[0], lines[1], lines[2]),
+        ];
+        for text in &forms {
+            let r = redact(text);
+            assert!(lines.iter().all(|l| !r.text.contains(l)), "{text}\n->\n{}", r.text);
+        }
+        // The prefix every 2048-bit RSA PKCS#8 key shares leaks nothing.
+        assert_kept(r#"parse_key_body("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC...snip...")"#);
+    }
+
+    #[test]
+    fn keys_decoded_from_base64_and_given_to_their_api() {
+        let k = "ky/vppV6DbQ2xxxAFDt4WLgT8TLUMw379/uysZF3Yj0=";
+        assert_redacts(&format!(r#"new SecretKeySpec(Base64.getDecoder().decode("{k}"), "AES");"#), k, "base64_key");
+        assert_redacts(&format!(r#"let key = SymmetricKey(data: Data(base64Encoded: "{k}")!)"#), k, "base64_key");
+        assert_kept(&format!(r#"let digest = Data(base64Encoded: "{k}")!"#));
+        let f = "8uGYT_U4vpsF9fwwAiL5LcrZPt2iX2RMkNNqm47FazU=";
+        assert_redacts(&format!(r#"f = Fernet(b"{f}")"#), f, "base64_key");
+        assert_redacts(
+            r#"otp = pyotp.TOTP("IBEPGLFCPRX54CNTQQSESG4LOU6RRJ2G")"#,
+            "IBEPGLFCPRX54CNTQQSESG4LOU6RRJ2G",
+            "totp_secret",
+        );
+        let h = "b44017590c5e6aa26ceb310bd61852eeb582fd8ffbe27fa10e3ac1a22a0d357c";
+        assert_redacts(&format!(r#"ENCRYPTION_KEY = ["{h}"].pack("H*")"#), h, "hex_key");
+        assert_kept(&format!(r#"const UPDATE_VERIFY_KEY: [u8; 32] = hex!("{h}");"#));
+    }
+
+    #[test]
+    fn code_around_secret_names_is_not_a_secret() {
+        for text in [
+            r#"subprocess.run(["docker", "login", "--username", "ci-bot", "--password-stdin", "registry.acme.io"])"#,
+            "rootCmd.PersistentFlags().StringVar(&cfg.Token, \"token\", \"\", \"Vault token\")",
+            "rootCmd.PersistentFlags().DurationVar(&cfg.Timeout, \"timeout\", 30*time.Second, \"token timeout\")",
+            "    .psk     = CONFIG_FACTORY_AP_PSK,",
+            "    passphrase: try Keychain.read(service: \"com.acme.sync\", account: \"sync-service\"),",
+            r#""settings.security.change_password": "Change password","#,
+            r#"EXPECTED_SIGNATURE = "sha256=5a97c8abab94b440c1dc55480df0f0772c36cc5896ba7008629197d52943f95d""#,
+            r#"<div class="g-recaptcha" data-sitekey="6LcM13KY8TNcKvZhf-iy7gQ080CSl6gFMxpq9AUI"></div>"#,
+            r#"CONNECTION_TEMPLATE = "Server=${SQL_HOST};Database=Payroll;User Id=${SQL_USER};Password=${SQL_PASSWORD};""#,
+        ] {
+            assert_kept(text);
+        }
+    }
+
+    #[test]
+    fn passphrases_with_quotes_under_password_names() {
+        let v = r#"Blue kettle; 19 sparrows \"rise\""#;
+        assert_redacts(&format!("cfg := &mailer.Config{{\n\tPassword: \"{v}\",\n}}"), v, "password_assignment");
+        let v = r#"four Crows at "midnight" 13"#;
+        assert_redacts(&format!("smtp = {{\n  password: '{v}',\n}}"), v, "password_assignment");
     }
 
     #[test]
