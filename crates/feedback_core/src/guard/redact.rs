@@ -81,10 +81,10 @@ const PASSWORD_NAME: &str = "password|passwd|passphrase|pwd";
 const SECRET_NAME: &str = "secret|token|api-?key|api_key|apikey|credential";
 
 /// An option declared with a secret's name and a literal default: `[Option('p', "password", Default = "…")]`,
-/// `@click.option("--api-key", default="…")`. Groups: 1 name, 2 default.
+/// `@click.option("--api-key", default="…")`, Thor's `option :secret_key, default: "…"`. Groups: 1 name, 2 default.
 fn option_default(names: &str) -> String {
     format!(
-        r#"(?i:\boption)\(\s*[^\n]*?["']-{{0,2}}([\w-]*(?i:{names})[\w-]*)["'][^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{{3,200}})["']"#
+        r#"(?i:\boption)(?:\(\s*|[ \t]+)[^\n]*?(?:["']-{{0,2}}|:)([\w-]*(?i:{names})[\w-]*)["']?[^\n]*?\b(?i:default|defaultvalue)\s*[=:]\s*["']([^"'\n]{{3,200}})["']"#
     )
 }
 
@@ -94,6 +94,19 @@ fn default_value(names: &str) -> String {
         r#"\[DefaultValue\(\s*"([^"\n]{{3,200}})"\s*\)\]\s*(?:\[[^\]\n]*\]\s*)*[\w\s<>?]*?\b([A-Za-z0-9_]*(?i:{names})[A-Za-z0-9_]*)\b"#
     )
 }
+
+/// An attribute, annotation or decorator with a literal (its only argument, or its `default`/`value`) right over
+/// a declaration with a secret's name: `@Value("…") private String apiKey;`, `#[arg(long, default_value = "…")]
+/// routing_key: String`, `#[Autowire(value: '…')] private string $fallbackPassword`, `[Option('k', "key",
+/// Default = "…")] public string SasKey`. Groups: 1 or 2 the literal, 3 the declared name.
+fn attribute_over(names: &str) -> String {
+    format!(
+        r#"(?:#\[|\[|@)[A-Za-z_][\w.]*\((?:\s*["']([^"'\n]{{3,200}})["']\s*|[^()\n]*?\b(?i:default_value|defaultvalue|default|value)\s*[=:]\s*["']([^"'\n]{{3,200}})["'][^()\n]*)\)\]?[ \t]*\r?\n?[ \t]*(?:(?:#\[|\[|@)[^\n]*\r?\n[ \t]*)*(?:(?:pub|private|public|protected|internal|readonly|final|static|const|val|var|let|string|String|str|\?string|\&'static\s+str)[ \t]+)*\$?([A-Za-z0-9_]*(?i:{names})[A-Za-z0-9_]*)\b"#
+    )
+}
+
+/// Words of a declared name whose attribute's literal is a key: a secret's, and a bare `key`.
+const DECLARED_KEY_NAME: &str = "secret|token|api-?key|api_key|apikey|credential|key";
 
 const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*";
 const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret)[A-Za-z0-9_.-]*";
@@ -201,7 +214,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         ),
         secret("gitlab_token", r"\b(GR1348941[A-Za-z0-9_-]{20,})", &[1], None),
         secret("slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{20,})", &[1], None),
-        secret("slack_token", r"\b(xox[abposer]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})", &[1], None),
+        // A Slack token's parts are numbers and random text; `xoxb-test-token` is a fixture's placeholder.
+        secret("slack_token", r"\b(xox[abposer]-[A-Za-z0-9-]*\d[A-Za-z0-9-]*|xapp-\d-[A-Za-z0-9-]{10,})", &[1], Some(slack_valid)),
         secret("webhook_url", r"(?i:discord(?:app)?\.com/api/webhooks/\d+/)([A-Za-z0-9_-]{30,})", &[1], None),
         secret(
             "webhook_url",
@@ -263,7 +277,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         ),
         secret(
             "saas_api_token",
-            r"\b(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|key-[0-9a-f]{32}|[0-9a-f]{32}-us\d{1,2}|sq0(?:atp|csp|idp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60,}|access_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}|ATATT3[A-Za-z0-9_=-]{100,}|lin_(?:api|oauth)_[A-Za-z0-9]{40}|secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|gl(?:c|sa)_[A-Za-z0-9+/_]{32,}={0,2}|NRAK-[A-Z0-9]{27}|NRII-[A-Za-z0-9_-]{32}|sntry[su]_[A-Za-z0-9+/=_]{40,}|figd_[A-Za-z0-9_-]{40,}|CFPAT-[A-Za-z0-9_-]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_.-]{50,}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{20,}|EAA[A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}|ops_[A-Za-z0-9_-]{40,}|tfp_[A-Za-z0-9_-]{40,}|dop_[a-f0-9]{64}|ghs_[A-Za-z0-9]{36}|sl\.[A-Za-z0-9_-]{130,}|xoxe\.xox[bp]-[A-Za-z0-9-]{20,}|AC[a-f0-9]{32}:[A-Za-z0-9]{32})\b",
+            r"\b(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|key-[0-9a-f]{32}|[0-9a-f]{32}-us\d{1,2}|sq0(?:atp|csp|idp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60,}|access_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}|ATATT3[A-Za-z0-9_=-]{100,}|lin_(?:api|oauth)_[A-Za-z0-9]{40}|secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|gl(?:c|sa)_[A-Za-z0-9+/_]{32,}={0,2}|NRAK-[A-Z0-9]{27}|[a-f0-9]{36}NRAL|NRII-[A-Za-z0-9_-]{32}|sntry[su]_[A-Za-z0-9+/=_]{40,}|figd_[A-Za-z0-9_-]{40,}|CFPAT-[A-Za-z0-9_-]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_.-]{50,}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{20,}|EAA[A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}|ops_[A-Za-z0-9_-]{40,}|tfp_[A-Za-z0-9_-]{40,}|dop_[a-f0-9]{64}|ghs_[A-Za-z0-9]{36}|sl\.[A-Za-z0-9_-]{130,}|xoxe\.xox[bp]-[A-Za-z0-9-]{20,}|AC[a-f0-9]{32}:[A-Za-z0-9]{32})\b",
             &[1],
             None,
         ),
@@ -495,6 +509,34 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["fernet("]),
         secret("totp_secret", r#"(?i:\b(?:TOTP|HOTP|totp_seed|otp_seed))\(\s*["']([A-Z2-7]{16,128}=*)["']"#, &[1], Some(given_valid))
         .needs(&["otp"]),
+        // Basic credentials handed to an HTTP client: `.basic_auth("user", Some("…"))`, `SetBasicAuth("u", "…")`,
+        // `HTTPBasicAuth("u", "…")`, `CURLOPT_USERPWD, "u:…"`, and a C#
+        // `AuthenticationHeaderValue("Basic", "…")`.
+        secret(
+            "basic_auth",
+            r#"(?i:\b(?:basic_auth|basicauth|setbasicauth|withbasicauth|httpbasicauth|httpdigestauth|usernamepasswordcredentials|passwordauthentication|passwordcredential))\(\s*["'][^"'\n]*["']\s*,\s*(?:Some\(\s*)?["']([^"'\n]{3,200})["']"#,
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["auth", "credential"]),
+        secret("basic_auth", r#"\bCURLOPT_(?:USERPWD|PROXYUSERPWD)\s*,\s*"[^":\n]*:([^"\n]{3,200})""#, &[1], Some(cli_password_valid))
+        .needs(&["curlopt_"]),
+        secret(
+            "basic_auth",
+            r#"\bAuthenticationHeaderValue\(\s*"Basic"\s*,\s*"([A-Za-z0-9+/]{8,}={0,2})""#,
+            &[1],
+            Some(basic_valid),
+        )
+        .needs(&["authenticationheadervalue"]),
+        // A password typed into a form by a browser test: `page.fill('#password', '…')`,
+        // `driver.find_element(By.ID, "password").send_keys("…")`, `cy.get('[name=password]').type('…')`.
+        secret(
+            "password_assignment",
+            r#"(?i:\.(?:fill|type|sendKeys|send_keys|setValue|pressSequentially)\(\s*["'][^"'\n]*(?:password|passwd|passphrase|pwd)[^"'\n]*["']\s*,|(?:find_element|findElement|querySelector|locator|getByLabel|getByPlaceholder|get|\$)\([^\n]{0,80}?(?:password|passwd|passphrase|pwd)[^\n]{0,40}?\)\s*\.\s*(?:send_keys|sendKeys|fill|type|setValue)\()\s*(?:'([^'\n]{3,200})'|"((?:[^"\\\n]|\\.){3,200})")"#,
+            &[1, 2],
+            Some(cli_password_valid),
+        )
+        .needs(&["pass", "pwd"]),
         // A password setter with a literal: `cfg.setPassword("…")`, `client.set_password('…')`.
         secret(
             "password_assignment",
@@ -515,6 +557,10 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `@click.option("--api-key", default="…")`, `[DefaultValue("…")] public string AdminPassword`.
         secret("password_assignment", &option_default(PASSWORD_NAME), &[2], Some(define_valid)).needs(&["option"]),
         secret("api_key_assignment", &option_default(SECRET_NAME), &[2], Some(define_valid)).needs(&["option"]),
+        secret("password_assignment", &attribute_over(PASSWORD_NAME), &[1, 2], Some(attribute_valid))
+        .needs(&["pass", "pwd"]),
+        secret("api_key_assignment", &attribute_over(DECLARED_KEY_NAME), &[1, 2], Some(attribute_valid))
+        .needs(&["secret", "token", "key", "cred"]),
         secret("password_assignment", &default_value(PASSWORD_NAME), &[1], Some(default_value_valid))
             .needs(&["defaultvalue"]),
         secret("api_key_assignment", &default_value(SECRET_NAME), &[1], Some(default_value_valid))
@@ -1040,14 +1086,21 @@ fn redact_rules(text: &str, decode: bool) -> Redacted {
 /// secret the parts do not, the whole concatenation becomes one literal with the secret redacted.
 fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
     static CONCAT: LazyLock<Regex> = LazyLock::new(|| {
-        // LIT (sep LIT)+ | [LIT, LIT].join("") | "".join([LIT, LIT]) | String.join("", LIT, LIT) |
-        // String.Concat(LIT, LIT) | strings.Join([]string{LIT, LIT}, "") | LIT.concat(LIT)
+        // LIT (sep LIT)+ (a line may end in `\`) | [LIT, LIT].join(SEP) | [LIT, LIT].joined() |
+        // "".join([LIT, LIT]) | String.join("", LIT, LIT) | String.Concat(LIT, LIT) |
+        // strings.Join([]string{LIT, LIT}, SEP) | implode('', [LIT, LIT]) | concat!(LIT, LIT) | LIT.concat(LIT) |
+        // append(LIT) append(LIT) (a builder's appends, one after another)
         let lit = r#"(?:"[^"\\\n]+"|'[^'\\\n]+')"#;
+        let sep = r#"(?:"[^"\\\n]{0,3}"|'[^'\\\n]{0,3}')"#;
         let list = format!(r"{lit}(?:\s*,\s*{lit})+\s*,?\s*");
         Regex::new(&format!(
-            r#"{lit}(?:[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?|\|\||<>|&)?[ \t]*(?:\r?\n[ \t]*)?{lit})+|\[\s*{list}\]\s*\.join\(\s*(?:""|'')?\s*\)|(?:""|'')\s*\.join\(\s*[\[(]\s*{list}[\])]\s*\)|(?i:string)\.(?:join\(\s*(?:""|'')\s*,|concat\()\s*{list}\)|strings\.Join\(\s*\[\]string\{{\s*{list}\}}\s*,\s*""\s*\)|{lit}(?:\.concat\(\s*{list}\)|\.concat\(\s*{lit}\s*\))+"#
+            r#"{lit}(?:[ \t]*\\?(?:\r?\n[ \t]*)?(?:\+|\.\.?|\|\||<>|&)?[ \t]*(?:\r?\n[ \t]*)?{lit})+|\[\s*{list}\]\s*\.join\(\s*{sep}?\s*\)|\[\s*{list}\]\s*\.joined\(\s*(?:separator:\s*(?:""|''))?\s*\)|(?:""|'')\s*\.join\(\s*[\[(]\s*{list}[\])]\s*\)|(?i:string)\.(?:join\(\s*(?:""|'')\s*,|concat\()\s*{list}\)|strings\.Join\(\s*\[\]string\{{\s*{list}\}}\s*,\s*{sep}\s*\)|\bimplode\(\s*(?:""|'')\s*,\s*(?:\[|array\()\s*{list}[\])]\s*\)|\bconcat!\(\s*{list}\)|{lit}(?:\.concat\(\s*{list}\)|\.concat\(\s*{lit}\s*\))+|\b[Aa]ppend\(\s*{lit}\s*\)(?:[ \t]*;?\s*(?:\w+\.)?[Aa]ppend\(\s*{lit}\s*\))+"#
         ))
         .expect("concatenation")
+    });
+    // The separator a join puts between the parts: `.join("-")`, `strings.Join(…, "-")`.
+    static SEPARATOR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?:\.join\(\s*|\}\s*,\s*)(?:"([^"\\\n]{0,3})"|'([^'\\\n]{0,3})')\s*\)$"#).expect("separator")
     });
     static PART: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r#""([^"\\\n]{1,200})"|'([^'\\\n]{1,200})'"#).expect("literal"));
@@ -1056,8 +1109,13 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
     // Each check redacts a line twice: at most this many concatenations are checked per text.
     let mut budget = 16;
     for m in CONCAT.find_iter(text) {
+        let (mut body, mut glue) = (m.as_str(), "");
+        if let Some(c) = SEPARATOR.captures(body) {
+            glue = c.get(1).or_else(|| c.get(2)).map_or("", |g| g.as_str());
+            body = &body[..c.get(0).map_or(body.len(), |g| g.start())];
+        }
         // Empty literals (the "" of "".join) join nothing: drop them before reading the parts.
-        let body = m.as_str().replace("\"\"", "").replace("''", "");
+        let body = body.replace("\"\"", "").replace("''", "");
         let parts: Vec<&str> =
             PART.captures_iter(&body).filter_map(|c| c.get(1).or_else(|| c.get(2)).map(|g| g.as_str())).collect();
         // Long runs (a PEM body as 30 literals) and long literals are joined only up to a bound.
@@ -1070,7 +1128,7 @@ fn join_split_literals(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
         budget -= 1;
         let first_quote = m.as_str().find(['"', '\'']).unwrap_or(0);
         let quote = &m.as_str()[first_quote..first_quote + 1];
-        let joined = format!("{quote}{}{quote}", parts.concat());
+        let joined = format!("{quote}{}{quote}", parts.join(glue));
         let prefix = &text[line_start(text, m.start(), 120)..m.start()];
         let after = redact_rules(&format!("{prefix}{joined}"), false);
         if after.kinds.is_empty() {
@@ -1569,6 +1627,10 @@ fn given_valid(caps: &Captures, _text: &str) -> bool {
     !is_placeholder(v) && !is_mask(v) && v.chars().collect::<std::collections::BTreeSet<_>>().len() >= 8
 }
 
+fn slack_valid(caps: &Captures, _text: &str) -> bool {
+    group(caps, &[1]).len() >= 15
+}
+
 fn literal_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[2]);
     !is_placeholder(v) && !is_path(v) && v.len() >= 4
@@ -1784,7 +1846,7 @@ fn credential_shaped(v: &str) -> bool {
         return false;
     }
     static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^AC[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$|^\d+\*[A-Za-z_][\w.]*$|^[A-Za-z]+(?:;[A-Za-z]+)+$")
+        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^(?:AC|MG|PN|SM|MM|CA|RE|IS|WS|HS|CF|QU|FW|MS|VA|SK)[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$|^\d+\*[A-Za-z_][\w.]*$|^[A-Za-z]+(?:;[A-Za-z]+)+$")
             .expect("not a token")
     });
     if v.contains("://")
@@ -2010,6 +2072,11 @@ fn name_parts(line: &str) -> Vec<String> {
 }
 
 /// `[DefaultValue("value")]` over a property named for a secret (group 2).
+/// The literal of [`attribute_over`] judged by the declared name (a password's: any non-placeholder; a key's: random).
+fn attribute_valid(caps: &Captures, _text: &str) -> bool {
+    value_for_name(group(caps, &[3]), group(caps, &[1, 2]))
+}
+
 fn default_value_valid(caps: &Captures, _text: &str) -> bool {
     value_for_name(group(caps, &[2]), group(caps, &[1]))
 }
@@ -2597,6 +2664,70 @@ mod tests {
         assert_redacts(&format!("cfg := &mailer.Config{{\n\tPassword: \"{v}\",\n}}"), v, "password_assignment");
         let v = r#"four Crows at "midnight" 13"#;
         assert_redacts(&format!("smtp = {{\n  password: '{v}',\n}}"), v, "password_assignment");
+    }
+
+    #[test]
+    fn literals_over_secret_declarations() {
+        let k = "9e255baa40871657bf59041027c12542";
+        assert_redacts(
+            &format!("struct Args {{\n    #[arg(long, default_value = \"{k}\")]\n    routing_key: String,\n}}"),
+            k,
+            "api_key_assignment",
+        );
+        let k = "2cwi3TKh7orCYdEbcYa7g9xrH9IItmDBoGBjWKanDeM=";
+        assert_redacts(
+            &format!("[Option('k', \"key\", Default = \"{k}\", HelpText = \"SAS key\")]\npublic string SasKey {{ get; set; }}"),
+            k,
+            "api_key_assignment",
+        );
+        assert_redacts(
+            "#[Autowire(value: '?_&dU4:M8~,_:5')] private string $fallbackPassword,",
+            "?_&dU4:M8~,_:5",
+            "password_assignment",
+        );
+        let k = "CRwfGd5bJ38lHM9CraNi1EPQRfi9RiD1rapKyyAr";
+        assert_redacts(&format!("option :secret_key, default: \"{k}\""), k, "api_key_assignment");
+        assert_kept("@Value(\"${billing.api-key}\")\nprivate String apiKey;");
+        assert_kept("[Option('s', \"server\", Default = \"sb-orders-prod.servicebus.windows.net\")]\npublic string Server { get; set; }");
+        assert_kept("#[arg(long, default_value = \"https://events.pagerduty.com/v2/enqueue\")]\nendpoint: String,");
+    }
+
+    #[test]
+    fn credentials_handed_to_http_clients_and_forms() {
+        let pw = "!9lG+T_a8Y+U~j*Di8*vq:#";
+        assert_redacts(&format!(r#".basic_auth("deployer", Some("{pw}"))"#), pw, "basic_auth");
+        assert_redacts(&format!(r#"req.SetBasicAuth("deployer", "{pw}")"#), pw, "basic_auth");
+        assert_redacts(&format!(r#"curl_easy_setopt(curl, CURLOPT_USERPWD, "gw:{pw}");"#), pw, "basic_auth");
+        let b = "c3ZjX2ludGVncmF0aW9uOjo6LU8jLjkzUiM5PXM6NWhQYTA4bCE=";
+        assert_redacts(&format!(r#"new AuthenticationHeaderValue("Basic", "{b}");"#), b, "basic_auth");
+        assert_redacts(
+            r#"await page.fill('#password', 'Crimson tide, 4 boats & a "dinghy"');"#,
+            "Crimson tide",
+            "password_assignment",
+        );
+        assert_kept(r##"await page.fill("#password", process.env.E2E_PASSWORD)"##);
+        assert_kept(r#"req.SetBasicAuth(user, os.Getenv("API_PASSWORD"))"#);
+    }
+
+    #[test]
+    fn literals_joined_by_code() {
+        let cases = [
+            (r#"token := strings.Join([]string{"xoxb", "946306086694", "7972299536723", "ymtBcCU0C9ePTVbNmxrkJcHp"}, "-")"#, "ymtBcCU0C9ePTVbNmxrkJcHp"),
+            ("const LICENSE_HMAC_KEY: &str = concat!(\n    \"c1026ab8278cab6f\", \"89abb5d240b61570\",\n    \"d87480037d3239fb\", \"a93364bf6c785ff9\",\n);", "a93364bf6c785ff9"),
+            ("DSN = \"postgresql://billing:\" \\\n    \"qDpbr*SC!eaay-Yg-h.0\" \\\n    \"@db.internal:5432/billing\"", "qDpbr*SC!eaay-Yg-h.0"),
+            ("val key = buildString {\n    append(\"key-\")\n    append(\"ebe9f564562\")\n    append(\"54c5184bc32\")\n    append(\"6b24547fc0\")\n}", "54c5184bc32"),
+            ("$smtpPass = implode('', ['VeM:7~', 'zg,6:M', '5z6O,:']);", "zg,6:M"),
+            ("let key = [\"sk-ant-api03-XMblVFa1KvOJP2Lskw4o_iy72_M8FdDClzyKEDYK\",\n    \"k9lrfJmve2LHBZv8xjom3ngFwq16_hiKVp5qjFAegDJZmSqRO5k_EAA\"].joined()", "k9lrfJmve2LHBZv8xjom3ngFwq16"),
+        ];
+        for (text, part) in cases {
+            let r = redact(text);
+            assert!(!r.text.contains(part), "{text}\n->\n{}", r.text);
+        }
+        assert_kept(r#"path := strings.Join([]string{"var", "lib", "postgresql", "data"}, "/")"#);
+        assert_kept(r#"new WebClient("xoxb-test-token", { slackApiUrl: mockServer.url });"#);
+        assert_kept(
+            r#"Message.creator(new PhoneNumber(to), "MG07bee0a84fce410d362130043c35c8f4", body).create(); // token"#,
+        );
     }
 
     #[test]
