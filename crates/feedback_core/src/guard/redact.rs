@@ -320,6 +320,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(url_password_valid),
         )
         .needs(&["://"]),
+        // A password with spaces in a `;`-separated connection string (ADO.NET, Npgsql, JDBC's SQL Server form)
+        // runs to the next `;` or the string's end: `Password=correct horse battery staple;`.
+        secret(
+            "password_assignment",
+            r#"(?i:(?:^|[;"'\s])(?:password|pwd)[ \t]*=[ \t]*)([^;"'\n=]*[^;"'\n=\s][ \t]+[^;"'\n=]*?)[ \t]*(?:;|["']|$)"#,
+            &[1],
+            Some(connection_passphrase_valid),
+        )
+        .needs(&["password", "pwd"]),
         // Signed URLs and tokens in query strings.
         secret(
             "url_token",
@@ -401,8 +410,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["sqlcmd", "bcp", "osql", "isql"]),
         secret(
             "password_assignment",
-            r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlsh)[ \t][^\n]*?\s-p["']?([^\s"'-][^\s"']*)"#,
-            &[1],
+            r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlsh)[ \t][^\n]*?\s-p(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'-][^\s"']*))"#,
+            &[1, 2, 3],
             Some(cli_password_valid),
         )
         .needs(&["mysql", "mariadb"]),
@@ -537,6 +546,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(cli_password_valid),
         )
         .needs(&["pass", "pwd"]),
+        // Java passwords are char arrays: `ks.load(in, "…".toCharArray())`, `new PBEKeySpec("…".toCharArray())`,
+        // `zip.setPassword("…".toCharArray())`, on a line about a password, a key or a key store.
+        secret(
+            "password_assignment",
+            r#"(?i:(?:pass|pwd|secret|keystore|truststore|\.load\(|pbekeyspec|keymanagerfactory|getkey|\.init\()[^\n]*?)"([^"\n]{3,200})"\s*\.toCharArray\(\)"#,
+            &[1],
+            Some(char_array_valid),
+        )
+        .needs(&["tochararray"]),
         // A password setter with a literal: `cfg.setPassword("…")`, `client.set_password('…')`.
         secret(
             "password_assignment",
@@ -1189,6 +1207,13 @@ fn redact_argv(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
         let word = |p: &str| {
             if p.is_empty() || p.contains(['\'', '\n']) {
                 "_".to_string()
+            } else if let Some((flag, value)) = p.split_once('=').filter(|_| p.starts_with('-')) {
+                // `--password=pass phrase`: the flag stays a flag, its value is one quoted word.
+                if value.contains(char::is_whitespace) {
+                    format!("{flag}='{value}'")
+                } else {
+                    p.to_string()
+                }
             } else if p.contains(char::is_whitespace) {
                 format!("'{p}'")
             } else {
@@ -1211,10 +1236,16 @@ fn redact_argv(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
             if token == was || was == "_" || !flag || !token.contains("[REDACTED:") {
                 continue;
             }
-            let token = if was.starts_with('\'') { token.trim_matches('\'') } else { token.as_str() };
+            let token = if was.starts_with('\'') {
+                token.trim_matches('\'').to_string()
+            } else if was.starts_with('-') && was.contains("='") {
+                token.replacen("='", "=", 1).trim_end_matches('\'').to_string()
+            } else {
+                token.clone()
+            };
             let start = m.start() + part.start();
             out.push_str(&text[last..start]);
-            out.push_str(token);
+            out.push_str(&token);
             last = m.start() + part.end();
             changed += 1;
         }
@@ -1475,6 +1506,12 @@ fn code_passphrase(key: &str, v: &str) -> bool {
         && !is_placeholder(v)
 }
 
+/// A Java char-array literal: a password, or with spaces a passphrase, never a message ("Enter your password").
+fn char_array_valid(caps: &Captures, text: &str) -> bool {
+    let v = group(caps, &[1]);
+    cli_password_valid(caps, text) && (!v.contains(char::is_whitespace) || passphrase_like(v))
+}
+
 fn cli_password_valid(caps: &Captures, _text: &str) -> bool {
     static SWITCH: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^/[A-Za-z]+(?::\S*)?$").expect("switch"));
     let v = group(caps, &[1, 2, 3]);
@@ -1625,6 +1662,19 @@ fn positional_key_valid(caps: &Captures, _text: &str) -> bool {
 fn given_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
     !is_placeholder(v) && !is_mask(v) && v.chars().collect::<std::collections::BTreeSet<_>>().len() >= 8
+}
+
+/// A value with spaces after `Password=` on a line that is a connection string (other `key=value;` pairs name a
+/// server, a database or a user).
+fn connection_passphrase_valid(caps: &Captures, text: &str) -> bool {
+    static CONNECTION: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:server|host|data source|address|database|initial catalog|user id|uid|username|user)[ \t]*=[^;\n]*;")
+            .expect("connection string")
+    });
+    let Some(m) = caps.get(1) else { return false };
+    let v = m.as_str();
+    let line = line_window(text, m.start(), m.end());
+    CONNECTION.is_match(line) && !is_placeholder(v) && (2..=8).contains(&v.split_whitespace().count()) && v.len() <= 100
 }
 
 fn slack_valid(caps: &Captures, _text: &str) -> bool {
@@ -1919,6 +1969,26 @@ fn value_for_name(key: &str, v: &str) -> bool {
     } else {
         looks_random(v) || (v.len() >= 12 && !is_slug(v) && !identifier_like(v)) || strong_secret_phrase(key, v)
     }
+}
+
+/// A name that can hold nothing but a secret, so a phrase under it is one: Flask's `SECRET_KEY = "a b c d"`.
+fn names_only_a_secret(key: &str) -> bool {
+    let k = key.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_ascii_lowercase().replace('-', "_");
+    [
+        "secret_key",
+        "secretkey",
+        "jwt_secret",
+        "session_secret",
+        "cookie_secret",
+        "signing_key",
+        "encryption_key",
+        "master_key",
+        "hmac_key",
+        "app_secret",
+        "client_secret",
+    ]
+    .iter()
+    .any(|w| k.ends_with(w))
 }
 
 /// A long hand-made secret under a name that can only hold one: `JWT_SECRET = "my-super-secret-jwt-key-2024"`.
@@ -2365,7 +2435,7 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
     let value = group(caps, &[3, 4, 5]);
     let lower_key = key.to_ascii_lowercase();
     if is_placeholder(value)
-        || value.contains(char::is_whitespace)
+        || value.contains(char::is_whitespace) && !(names_only_a_secret(key) && passphrase_like(value))
         || value.chars().count() < 8
         || is_path(value)
         || env_var_name(value)
@@ -2728,6 +2798,32 @@ mod tests {
         assert_kept(
             r#"Message.creator(new PhoneNumber(to), "MG07bee0a84fce410d362130043c35c8f4", body).create(); // token"#,
         );
+    }
+
+    #[test]
+    fn passphrases_in_connection_strings_command_lines_and_char_arrays() {
+        let v = "correct horse battery staple";
+        let cases = [
+            format!(r#"cs = "Server=db;Database=app;User Id=sa;Password={v};""#),
+            format!(r#"var cs = "Host=db;Username=app;Password={v}";"#),
+            format!(r#"subprocess.run(["mysql", "-u", "root", "--password={v}"])"#),
+            format!(r#"cmd = 'mysql -u root -p"{v}" shop'"#),
+            format!(r#"ks.load(new FileInputStream("a.jks"), "{v}".toCharArray());"#),
+            format!(r#"zipFile.setPassword("{v}".toCharArray());"#),
+            format!(r#"secret_key: "{v} forever""#),
+            format!(r#"app.config["SECRET_KEY"] = "{v} forever""#),
+        ];
+        for text in &cases {
+            let r = redact(text);
+            assert!(!r.text.contains("horse") && !r.text.contains("staple"), "{text}\n->\n{}", r.text);
+        }
+        let r = redact(&format!(r#"run(["mysql", "-u", "root", "--password={v}", "app"])"#));
+        assert_eq!(r.text, r#"run(["mysql", "-u", "root", "--password=[REDACTED:password_assignment]", "app"])"#);
+        assert_kept(r#"cs = "Server=db;Database=app;User Id=sa;Password=${DB_PASSWORD};""#);
+        assert_kept(r#"label = "Password = must be at least 12 characters""#);
+        assert_kept(r#"char[] buf = "hello world".toCharArray();"#);
+        assert_kept(r#"passwordField.setText("Enter your password".toCharArray().toString());"#);
+        assert_kept(r#"session_secret_help: "Used to sign the session cookie""#);
     }
 
     #[test]
