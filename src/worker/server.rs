@@ -142,7 +142,8 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             .map(|_| {
                 let (rx, tx, cfg) = (Arc::clone(&work_rx), done_tx.clone(), cfg.clone());
                 let names = (gucs::embedding_model(), gucs::rerank_model());
-                std::thread::spawn(move || runner(rx, tx, event, cfg, names))
+                let idle = gucs::worker_idle_threads();
+                std::thread::spawn(move || runner(rx, tx, event, cfg, idle, names))
             })
             .collect()
     });
@@ -186,7 +187,13 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
         mapped -= share.drop_cancelled();
         let cfg = worker_config();
         while let Some(items) = share.next(merge) {
-            dispatch(Work { items, cfg: cfg.clone() });
+            // A lone embedding run (no other runner busy, nothing waiting) may use the idle runners' cores too.
+            // Only embeddings: they are most of a retrieval's time (a code input embeds its segments), and a second
+            // cross-encoder session per runner would cost its memory for the few pairs selective reranking scores.
+            let lone = share.busy == 1 && share.queue.is_empty();
+            let embeds = items.iter().all(|i| matches!(i.request.job, Job::Embed { .. }));
+            let threads = if lone && embeds { gucs::worker_idle_threads() } else { cfg.intra_threads };
+            dispatch(Work { items, cfg: HostConfig { intra_threads: threads, ..cfg.clone() } });
         }
         wait(event, Duration::from_secs(1));
     }
@@ -307,15 +314,22 @@ fn worker_config() -> HostConfig {
     HostConfig { intra_threads: gucs::worker_threads(), ..gucs::host_config() }
 }
 
-/// A runner: takes work, answers it with its own host, reports back, wakes the main thread.
+/// A runner: takes work, answers it with its own host (with the thread count the work names), reports back,
+/// wakes the main thread.
 fn runner(
     work: Arc<Mutex<Receiver<Work>>>,
     done: Sender<Finished>,
     event: i32,
     cfg: HostConfig,
+    idle_threads: usize,
     names: (String, String),
 ) {
     let mut host = LocalHost::new();
+    // Both thread counts an embedding run may get.
+    if idle_threads != cfg.intra_threads {
+        let idle = HostConfig { intra_threads: idle_threads, ..cfg.clone() };
+        let _ = catch_unwind(AssertUnwindSafe(|| warm_up(&mut host, &idle, &(names.0.clone(), String::new()))));
+    }
     let _ = catch_unwind(AssertUnwindSafe(|| warm_up(&mut host, &cfg, &names)));
     let warm = Finished {
         items: Vec::new(),

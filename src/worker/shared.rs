@@ -130,7 +130,12 @@ impl State {
     /// Adds the models a runner has loaded to the list the view shows (each once; the first MODELS).
     pub fn add_models(&mut self, models: &[String]) {
         let mut all = model_names(&self.models);
-        all.extend(models.iter().filter(|m| !all.contains(m)).cloned().collect::<Vec<_>>());
+        // A runner may hold one model twice (two thread counts): listed once.
+        for m in models {
+            if !all.contains(m) {
+                all.push(m.clone());
+            }
+        }
         self.models = [[0; KEY_BYTES]; MODELS];
         for (dst, m) in self.models.iter_mut().zip(&all) {
             let n = m.len().min(KEY_BYTES - 1);

@@ -112,8 +112,9 @@ struct Key {
     options: SessionOptions,
 }
 
-/// At most this many sessions of each kind stay loaded.
-const CAPACITY: usize = 2;
+/// At most this many sessions of each kind stay loaded: two models (a model switch embeds with both), each with
+/// two thread counts (the inference worker's runners embed with more threads when the others are idle).
+const CAPACITY: usize = 4;
 
 /// ONNX Runtime's CPU memory arena stays on (ORT's default); large calls shrink it when they end (see
 /// `SHRINK_ABOVE_TOKENS` in encoder.rs). Turning it off was measured worse (`examples/peak_rss.rs`, bge-small and
@@ -311,11 +312,15 @@ mod tests {
     fn cache_is_bounded_and_most_recent_first() {
         let mut list: Vec<(Key, u32)> = Vec::new();
         let k = |d: &str| Key { dir: d.into(), options: SessionOptions { intra_threads: 1, cpu_arena: false } };
-        for (i, d) in ["a", "b", "c"].iter().enumerate() {
+        let names = ["a", "b", "c", "d", "e"];
+        assert_eq!(names.len(), CAPACITY + 1);
+        for (i, d) in names.iter().enumerate() {
             cached(&mut list, k(d), |_| Ok(i as u32)).unwrap();
         }
         assert_eq!(list.len(), CAPACITY);
-        assert_eq!(list[0].0, k("c"));
+        assert_eq!(list[0].0, k("e"));
+        // The least recently used went.
+        assert!(list.iter().all(|(key, _)| *key != k("a")));
         // A hit does not load again.
         let v = *cached(&mut list, k("b"), |_| panic!("must not reload")).unwrap();
         assert_eq!(v, 1);
