@@ -238,6 +238,35 @@ def broken_model_dir():
     return dst
 
 
+def test_a_lone_run_on_idle_cores_gives_the_same_vectors():
+    """One session alone: its embedding runs use pg_feedback.worker_idle_threads (one per CPU by default). The
+    vectors are the very same as with one thread, a long code input included, and the view lists each model once."""
+    fresh_database(PORT, DB)
+    code = "\n".join(f"    rows = db.execute(f\"SELECT * FROM t{i} WHERE id = {{uid}}\")  # line {i}" for i in range(25))
+    texts = ["is this query injectable?", code]
+
+    def vectors(c):
+        c.execute("SET pg_feedback.query_cache_size = 0")
+        return [one(c, "SELECT fb_embed_batch(%s, false)::text", (texts,)),
+                one(c, "SELECT fb_embed_query(%s)::text", (code,))]
+
+    with connect() as c:
+        try:
+            set_system(c, "pg_feedback.worker_idle_threads", 1)
+            with connect() as s:
+                one_thread = vectors(s)
+            set_system(c, "pg_feedback.worker_idle_threads", None)
+            with connect() as s:
+                idle = vectors(s)
+        finally:
+            set_system(c, "pg_feedback.worker_idle_threads", None)
+        models = worker_row(c)[2]
+    assert idle == one_thread, "a run on the idle cores gave other vectors"
+    assert len(models) == len(set(models)), models
+    print(f"# {len(texts)} texts and a 25-line query: the same vectors with 1 thread and with the idle cores",
+          flush=True)
+
+
 def test_a_model_error_fails_only_its_requests():
     fresh_database(PORT, DB)
     broken = broken_model_dir()
@@ -430,7 +459,8 @@ if __name__ == "__main__":
     with connect() as c:
         c.execute(f"GRANT feedback_writer TO {WRITER}")
     tests = [test_onnx_runtime_lives_only_in_the_worker, test_32_sessions_get_the_vectors_of_backend_mode,
-             test_merged_requests_share_model_runs, test_a_model_error_fails_only_its_requests,
+             test_merged_requests_share_model_runs, test_a_lone_run_on_idle_cores_gives_the_same_vectors,
+             test_a_model_error_fails_only_its_requests,
              test_sigterm_mid_load_leaves_no_hung_session, test_a_cancelled_wait_returns_within_100_ms,
              test_statement_timeout_while_waiting]
     run_tests("worker", [t for t in tests if not ONLY or t.__name__ in ONLY])
