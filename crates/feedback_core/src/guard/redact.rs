@@ -60,6 +60,8 @@ fn secret(kind: &'static str, pattern: &str, groups: &'static [usize], valid: Op
     SecretRule { kind, re, groups, valid, needs: None }
 }
 
+mod test_cases;
+
 static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[REDACTED:[a-z0-9_]+\]").expect("placeholder"));
 
 /// Generic assignment: `key` (optionally quoted) `=`/`:`/`=>`/`:=`/`==`, then a quoted or bare value.
@@ -98,10 +100,10 @@ fn default_value(names: &str) -> String {
 /// An attribute, annotation or decorator with a literal (its only argument, or its `default`/`value`) right over
 /// a declaration with a secret's name: `@Value("…") private String apiKey;`, `#[arg(long, default_value = "…")]
 /// routing_key: String`, `#[Autowire(value: '…')] private string $fallbackPassword`, `[Option('k', "key",
-/// Default = "…")] public string SasKey`. Groups: 1 or 2 the literal, 3 the declared name.
+/// Default = "…")] public string SasKey`. Groups: 1 the attribute, 2 or 3 the literal, 4 the declared name.
 fn attribute_over(names: &str) -> String {
     format!(
-        r#"(?:#\[|\[|@)[A-Za-z_][\w.]*\((?:\s*["']([^"'\n]{{3,200}})["']\s*|[^()\n]*?\b(?i:default_value|defaultvalue|default|value)\s*[=:]\s*["']([^"'\n]{{3,200}})["'][^()\n]*)\)\]?[ \t]*\r?\n?[ \t]*(?:(?:#\[|\[|@)[^\n]*\r?\n[ \t]*)*(?:(?:pub|private|public|protected|internal|readonly|final|static|const|val|var|let|string|String|str|\?string|\&'static\s+str)[ \t]+)*\$?([A-Za-z0-9_]*(?i:{names})[A-Za-z0-9_]*)\b"#
+        r#"(?:#\[|\[|@)([A-Za-z_][\w.]*)\((?:\s*["']([^"'\n]{{3,200}})["']\s*|[^()\n]*?\b(?i:default_value|defaultvalue|default|value)\s*[=:]\s*["']([^"'\n]{{3,200}})["'][^()\n]*)\)\]?[ \t]*\r?\n?[ \t]*(?:(?:#\[|\[|@)[^\n]*\r?\n[ \t]*)*(?:(?:pub|private|public|protected|internal|readonly|final|static|const|val|var|let|string|String|str|\?string|\&'static\s+str)[ \t]+)*\$?([A-Za-z0-9_]*(?i:{names})[A-Za-z0-9_]*)\b"#
     )
 }
 
@@ -109,7 +111,7 @@ fn attribute_over(names: &str) -> String {
 const DECLARED_KEY_NAME: &str = "secret|token|api-?key|api_key|apikey|credential|key";
 
 const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*";
-const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret)[A-Za-z0-9_.-]*";
+const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret|key[_-]?(?:base64|b64|hex|bytes))[A-Za-z0-9_.-]*";
 
 static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
     // The header, optional `Proc-Type:`-style lines, then a base64 body (a bare header in prose is not a key).
@@ -281,7 +283,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             &[1],
             None,
         ),
-        secret("jwt", r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)", &[1], None),
+        // A signed JWT: an unsigned one (`alg: none`, empty third part) proves nothing and is a test's data.
+        secret("jwt", r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)", &[1], None),
         // Authorization headers: keep the scheme word, redact the credential.
         secret(
             "bearer_token",
@@ -417,7 +420,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["mysql", "mariadb"]),
         secret(
             "password_assignment",
-            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+-b\S*\s+\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|net\s+user\s+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*["']?([^\s"']+)"#,
+            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+-b\S*\s+\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|\bnet[ \t]+user[ \t]+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*["']?([^\s"']+)"#,
             &[1],
             Some(cli_password_valid),
         )
@@ -482,16 +485,16 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Annotations and attributes named for a secret with a literal: `[ApiKey("x")]`, `@Secret("x")`.
         secret(
             "api_key_assignment",
-            r#"[@\[](?:[A-Za-z0-9_]+\.)*([A-Za-z0-9_]*(?:ApiKey|Apikey|Secret|Password|Token|Credential)[A-Za-z0-9_]*)\(\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*=\s*)?"([^"\n]{6,200})"\s*[,)]"#,
-            &[2],
-            Some(define_valid),
+            r#"[@\[](?:[A-Za-z0-9_]+\.)*([A-Za-z0-9_]*(?:ApiKey|Apikey|Secret|Password|Token|Credential)[A-Za-z0-9_]*)\(\s*(?:([A-Za-z_][A-Za-z0-9_]*)\s*=\s*)?"([^"\n]{6,200})"\s*[,)]"#,
+            &[3],
+            Some(named_attribute_valid),
         )
         .needs(&["key", "secret", "password", "token", "credential"]),
         // A key written as hex and decoded in code, on a line that names a key: `let key = hex!("…")`,
         // `AES.new(bytes.fromhex("…"))`, `hex.DecodeString("…")`, `Buffer.from("…", "hex")`.
         secret(
             "hex_key",
-            r#"(?i:\b(?:hex!|fromhex|unhexlify|a2b_hex|hex\.DecodeString|Hex\.decode(?:Hex)?|parseHexBinary|hexToBytes|hex2bin|decode_hex|FromHexString|hex::decode))\s*\(\s*[bf]?["']([0-9a-fA-F]{32,128})["']|\bBuffer\.from\(\s*["']([0-9a-fA-F]{32,128})["']\s*,\s*["']hex["']"#,
+            r#"(?i:\b(?:hex!|fromhex|unhexlify|a2b_hex|hex\.DecodeString|Hex\.decode(?:Hex)?|parseHexBinary|hexToBytes|hex2bin|decode_hex|FromHexString|hex::decode|parseHex))\s*\(\s*[bf]?["']([0-9a-fA-F]{32,128})["']|\bBuffer\.from\(\s*["']([0-9a-fA-F]{32,128})["']\s*,\s*["']hex["']"#,
             &[1, 2],
             Some(hex_key_valid),
         )
@@ -523,7 +526,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `AuthenticationHeaderValue("Basic", "…")`.
         secret(
             "basic_auth",
-            r#"(?i:\b(?:basic_auth|basicauth|setbasicauth|withbasicauth|httpbasicauth|httpdigestauth|usernamepasswordcredentials|passwordauthentication|passwordcredential))\(\s*["'][^"'\n]*["']\s*,\s*(?:Some\(\s*)?["']([^"'\n]{3,200})["']"#,
+            r#"(?i:\b(?:basic_auth|basicauth|setbasicauth|withbasicauth|httpbasicauth|httpdigestauth|usernamepasswordcredentials|passwordauthentication|passwordauthenticationmethod|passwordcredential))\(\s*["'][^"'\n]*["']\s*,\s*(?:Some\(\s*)?["']([^"'\n]{3,200})["']"#,
             &[1],
             Some(cli_password_valid),
         )
@@ -555,6 +558,23 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(char_array_valid),
         )
         .needs(&["tochararray"]),
+        // A password that an API takes second, after a path or a user: `new X509Certificate2(path, "…")`,
+        // `new PrivateKeyFile(path, "…")`, JNDI's `env.put(Context.SECURITY_CREDENTIALS, "…")`.
+        secret(
+            "password_assignment",
+            r#"(?:\b(?:X509Certificate2|PrivateKeyFile|Pkcs12Store|X509Certificate2Collection\.Import|LoadPkcs12)\s*\((?:[^()\n]|\([^()\n]*\)|\n)*?,\s*|\bSECURITY_CREDENTIALS\s*,\s*)"([^"\n]{3,200})""#,
+            &[1],
+            Some(cli_password_valid),
+        )
+        .needs(&["x509certificate2", "privatekeyfile", "pkcs12", "security_credentials"]),
+        // A .resx string whose name is a password's or a key's.
+        secret(
+            "password_assignment",
+            r#"<data\s+name="([^"\n]*(?i:password|passwd|secret|apikey|api_key|token)[^"\n]*)"[^>\n]*>\s*<value>([^<\n]{3,200})</value>"#,
+            &[2],
+            Some(resx_valid),
+        )
+        .needs(&["<data"]),
         // A password setter with a literal: `cfg.setPassword("…")`, `client.set_password('…')`.
         secret(
             "password_assignment",
@@ -575,9 +595,9 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `@click.option("--api-key", default="…")`, `[DefaultValue("…")] public string AdminPassword`.
         secret("password_assignment", &option_default(PASSWORD_NAME), &[2], Some(define_valid)).needs(&["option"]),
         secret("api_key_assignment", &option_default(SECRET_NAME), &[2], Some(define_valid)).needs(&["option"]),
-        secret("password_assignment", &attribute_over(PASSWORD_NAME), &[1, 2], Some(attribute_valid))
+        secret("password_assignment", &attribute_over(PASSWORD_NAME), &[2, 3], Some(attribute_valid))
         .needs(&["pass", "pwd"]),
-        secret("api_key_assignment", &attribute_over(DECLARED_KEY_NAME), &[1, 2], Some(attribute_valid))
+        secret("api_key_assignment", &attribute_over(DECLARED_KEY_NAME), &[2, 3], Some(attribute_valid))
         .needs(&["secret", "token", "key", "cred"]),
         secret("password_assignment", &default_value(PASSWORD_NAME), &[1], Some(default_value_valid))
             .needs(&["defaultvalue"]),
@@ -1069,10 +1089,41 @@ pub fn redact(text: &str) -> Redacted {
     let mut kinds = Vec::new();
     let joined = join_split_literals(text, &mut kinds);
     let joined = joined.as_deref().unwrap_or(text);
+    let cases = redact_test_cases(joined, &mut kinds);
+    let joined = cases.as_deref().unwrap_or(joined);
     let argv = redact_argv(joined, &mut kinds);
     let mut out = redact_rules(argv.as_deref().unwrap_or(joined), true);
     kinds.append(&mut out.kinds);
     Redacted { text: out.text, kinds }
+}
+
+/// Parameterized tests' data rows (see [`test_cases`]): a value bound to a parameter named for a password or a key.
+fn redact_test_cases(text: &str, kinds: &mut Vec<&'static str>) -> Option<String> {
+    let spans = test_cases::secret_spans(text, |name, v| {
+        let n = name.to_ascii_lowercase();
+        if is_password_name(&n) || n.contains("passphrase") {
+            value_for_name(name, v).then_some("password_assignment")
+        } else if ["secret", "token", "apikey", "api_key", "credential"].iter().any(|w| n.contains(w))
+            || n.ends_with("key")
+        {
+            value_for_name(name, v).then_some("api_key_assignment")
+        } else {
+            None
+        }
+    });
+    if spans.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (start, end, kind) in spans {
+        out.push_str(&text[last..start]);
+        out.push_str(&format!("[REDACTED:{kind}]"));
+        kinds.push(kind);
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
 }
 
 /// Every rule in order over `text`; `decode` false skips the rule that decodes base64.
@@ -1456,7 +1507,7 @@ fn prose_password_valid(caps: &Captures, _text: &str) -> bool {
 
 /// Words a prose sentence puts after "the password is" that are not the password.
 static COMMON_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:required|optional|incorrect|invalid|wrong|expired|hidden|masked|empty|blank|missing|changed|reset|updated|stored|encrypted|hashed|protected|secret|secure|strong|weak|correct|same|different|unknown|forgotten|rotated|revoked|set|sent|shared|saved|there|here|below|above|attached|inside|managed|generated|random|long|short|too|not|now|also|still|the|that|this|your|my|our|their|its|in|on|at|for|from|with|without|under|over|and|or|but|if|when|then|must|should|will|can|cannot|never|always|only|just|what|which|who|how|where|why|same|unchanged|fine|good|bad|ok|okay|correct|valid|accepted|rejected|enabled|disabled|immutable|mandatory|leaked|compromised|exposed|known|documented|printed|logged|case-sensitive|literally|simply|probably|still|again|already|being|been|be|is|was|are|were|has|have|had|does|do|did|used|using|uses|use|de|la|le|les|el|los|das|der|die|ist|est|es|um|una|un|une|ein|eine|e|o|a)$")
+    Regex::new(r"(?i)^(?:required|optional|incorrect|invalid|wrong|expired|hidden|masked|empty|blank|missing|changed|reset|updated|stored|encrypted|hashed|protected|secret|secure|strong|weak|correct|same|different|unknown|forgotten|rotated|revoked|set|sent|shared|saved|there|here|below|above|attached|inside|managed|generated|random|long|short|too|not|now|also|still|the|that|this|your|my|our|their|its|in|on|at|for|from|with|without|under|over|and|or|but|if|when|then|must|should|will|can|cannot|never|always|only|just|what|which|who|how|where|why|same|unchanged|fine|good|bad|ok|okay|correct|valid|accepted|rejected|enabled|disabled|immutable|mandatory|leaked|compromised|exposed|known|documented|printed|logged|supplied|provided|injected|loaded|fetched|passed|given|configured|specified|retrieved|read|case-sensitive|literally|simply|probably|still|again|already|being|been|be|is|was|are|were|has|have|had|does|do|did|used|using|uses|use|de|la|le|les|el|los|das|der|die|ist|est|es|um|una|un|une|ein|eine|e|o|a)$")
         .expect("common words")
 });
 
@@ -1655,6 +1706,12 @@ fn jaas_context(caps: &Captures, text: &str) -> bool {
 fn positional_key_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
     !is_placeholder(v) && !v.contains("://") && looks_random(v)
+}
+
+/// A .resx value under a secret's name, unless the name says it is UI text (`PasswordPrompt`, `TokenExpired`).
+fn resx_valid(caps: &Captures, _text: &str) -> bool {
+    let (name, v) = (group(caps, &[1]), group(caps, &[2]));
+    !NON_SECRET_KEY.is_match(name) && !name.to_ascii_lowercase().ends_with("expired") && value_for_name(name, v)
 }
 
 /// A literal handed to what can only take a secret (`Fernet("…")`, `TOTP("…")`): anything but a placeholder or a
@@ -1881,8 +1938,10 @@ fn credential_shaped(v: &str) -> bool {
         Regex::new(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$").expect("uuid")
     });
     let n = v.chars().count();
-    // `&cfg.Token`, `*opts.Secret`: a reference taken in code.
-    let referenced = v.strip_prefix(['&', '*']).is_some_and(is_code_reference);
+    // `&cfg.Token`, `*opts.Secret`, `!Ops.FixedTimeEquals`: code; `Assert\NotBlank`: a PHP class name.
+    let referenced = v.strip_prefix(['&', '*', '!']).is_some_and(is_code_reference)
+        || v.split('\\').filter(|p| !p.is_empty()).count() >= 2
+            && v.split('\\').all(|p| p.is_empty() || camel_identifier(p) || identifier_like(p));
     if n < 8
         || referenced
         || !v.is_ascii()
@@ -1950,6 +2009,7 @@ fn is_password_name(key: &str) -> bool {
 /// random (or be long phrases).
 fn value_for_name(key: &str, v: &str) -> bool {
     if is_placeholder(v)
+        || unsigned_jwt(v)
         || is_code_reference(v)
         || env_var_name(v)
         || path_like(v)
@@ -1989,6 +2049,11 @@ fn names_only_a_secret(key: &str) -> bool {
     ]
     .iter()
     .any(|w| k.ends_with(w))
+}
+
+/// An unsigned JWT (`alg: none`, nothing after the last dot) proves nothing: a test's data.
+fn unsigned_jwt(v: &str) -> bool {
+    v.starts_with("eyJ") && v.ends_with('.') && v.matches('.').count() == 2
 }
 
 /// A long hand-made secret under a name that can only hold one: `JWT_SECRET = "my-super-secret-jwt-key-2024"`.
@@ -2042,6 +2107,14 @@ fn typed_api_key_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[2, 3]);
     let lower = key.to_ascii_lowercase();
     !lower.ends_with("tokens") && !lower.contains("author") && !identifier_like(v) && value_for_name(key, v)
+}
+
+/// `[ApiKey("…")]`, `[Secret(Value = "…")]`, but not `[SharedSecretAuthorize(SecretName = "GitHub:WebhookSecret")]`:
+/// a named argument that names something else (a setting's name, a header) holds no secret.
+fn named_attribute_valid(caps: &Captures, _text: &str) -> bool {
+    let argument = caps.get(2).map_or("", |m| m.as_str());
+    let v = group(caps, &[3]);
+    !NON_SECRET_KEY.is_match(argument) && value_for_name(group(caps, &[1]), v)
 }
 
 fn define_valid(caps: &Captures, _text: &str) -> bool {
@@ -2142,9 +2215,78 @@ fn name_parts(line: &str) -> Vec<String> {
 }
 
 /// `[DefaultValue("value")]` over a property named for a secret (group 2).
-/// The literal of [`attribute_over`] judged by the declared name (a password's: any non-placeholder; a key's: random).
+/// The literal of [`attribute_over`] judged by the declared name (a password's: any non-placeholder; a key's:
+/// random), unless the attribute is metadata about the member: its label, description, category, validation, JSON
+/// or column name, the HTTP route, header or parameter it binds (`@RequestHeader("X-Partner-Token") String token`).
 fn attribute_valid(caps: &Captures, _text: &str) -> bool {
-    value_for_name(group(caps, &[3]), group(caps, &[1, 2]))
+    const METADATA: &[&str] = &[
+        "category",
+        "displayname",
+        "display",
+        "description",
+        "summary",
+        "obsolete",
+        "browsable",
+        "editor",
+        "editorbrowsable",
+        "jsonproperty",
+        "jsonpropertyname",
+        "serializedname",
+        "jsonalias",
+        "json",
+        "column",
+        "table",
+        "required",
+        "regularexpression",
+        "stringlength",
+        "minlength",
+        "maxlength",
+        "datatype",
+        "route",
+        "httpget",
+        "httppost",
+        "httpput",
+        "httpdelete",
+        "httppatch",
+        "getmapping",
+        "postmapping",
+        "putmapping",
+        "deletemapping",
+        "requestmapping",
+        "produces",
+        "consumes",
+        "tags",
+        "header",
+        "headers",
+        "requestheader",
+        "requestparam",
+        "pathvariable",
+        "queryparam",
+        "query",
+        "path",
+        "headerparam",
+        "fromheader",
+        "fromquery",
+        "fromroute",
+        "fromform",
+        "named",
+        "qualifier",
+        "apiproperty",
+        "apiparam",
+        "schema",
+        "parameter",
+        "label",
+        "title",
+        "field",
+        "xmlelement",
+        "xmlattribute",
+        "datamember",
+        "name",
+        "alias",
+        "configurationkeyname",
+    ];
+    let attribute = group(caps, &[1]).rsplit(['.', '\\']).next().unwrap_or("").to_ascii_lowercase();
+    !METADATA.contains(&attribute.as_str()) && value_for_name(group(caps, &[4]), group(caps, &[2, 3]))
 }
 
 fn default_value_valid(caps: &Captures, _text: &str) -> bool {
@@ -2268,7 +2410,14 @@ fn connection_string_valid(caps: &Captures, text: &str) -> bool {
     let to = ceil_char(text, (m.end() + 300).min(text.len()));
     let v = m.as_str().trim_matches(['{', '}', '"', '\'']);
     let window = &text[from..to];
-    window.contains(';') && CONTEXT.is_match(window) && !is_placeholder(v) && !is_code_reference(v) && v.len() >= 3
+    // `password = await vault.Read(…)` near a connection string is code, not the string's password.
+    let code = v.contains('(') || v.starts_with("await ") || v.starts_with("new ");
+    window.contains(';')
+        && CONTEXT.is_match(window)
+        && !is_placeholder(v)
+        && !is_code_reference(v)
+        && !code
+        && v.len() >= 3
 }
 
 /// The start of the line holding `at`, looking back at most `max` bytes (long lines cost no more).
@@ -2380,7 +2529,7 @@ fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|site[_-]?key|publishable[_-]?key)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|site[_-]?key|publishable[_-]?key|setting)$")
         .expect("non-secret keys")
 });
 
@@ -2440,6 +2589,7 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
         || is_path(value)
         || env_var_name(value)
         || names_a_reference(key)
+        || unsigned_jwt(value)
         // `"sha256=5a97…"`: a digest (an expected webhook signature), which its algorithm's name leads.
         || ["sha1=", "sha256=", "sha512=", "md5="].iter().any(|p| value.to_ascii_lowercase().starts_with(p))
         || value.contains("://")
@@ -2492,7 +2642,7 @@ fn is_code_reference(v: &str) -> bool {
 /// made of (`changeme`, `example`, `your_token_here`). A value that merely contains "example" is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_-]a[_-]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
@@ -2824,6 +2974,61 @@ mod tests {
         assert_kept(r#"char[] buf = "hello world".toCharArray();"#);
         assert_kept(r#"passwordField.setText("Enter your password".toCharArray().toString());"#);
         assert_kept(r#"session_secret_help: "Used to sign the session cookie""#);
+    }
+
+    #[test]
+    fn parameterized_tests_bind_values_to_secret_parameters() {
+        let cases = [
+            ("[Theory]\n[InlineData(\"svc_payroll\", \"Qm7#vTz2!pLw9rXe\")]\npublic async Task Export_Authenticates(string user, string password)\n{\n}", "Qm7#vTz2!pLw9rXe"),
+            ("[TestCase(\"ldap-bind@corp.fabrikam.com\", \"Winter-Orchard-47-Lantern\")]\npublic void Binds(string upn, string pwd)", "Winter-Orchard-47-Lantern"),
+            ("<DataTestMethod>\n<DataRow(\"svc_gl\", \"Gl#Vb2020!qxT\")>\nPublic Sub Import_Connects(user As String, password As String)", "Gl#Vb2020!qxT"),
+            ("@ParameterizedTest\n@CsvSource({\n    \"alice@globex.com, Ak!9vQ2#Lm7x\",\n    \"bob@globex.com, Bo$4tR8@Wn1z\"\n})\nvoid login(String email, String password) {", "Bo$4tR8@Wn1z"),
+            ("@CsvSource(delimiter = '|', textBlock = \"\"\"\n    admin | Adm!nTomcat#77\n    \"\"\")\nvoid manager(String user, String password) {", "Adm!nTomcat#77"),
+            ("@pytest.mark.parametrize(\"user,password\", [\n    (\"etl_loader\", \"Lq8!rTz#3Wvk\"),\n])\ndef test_warehouse_login(user, password):", "Lq8!rTz#3Wvk"),
+            ("[DataRow(\"https://erp.local/api\", \"nw_live_a84bba07931db925306a0799dc6ebd71\")]\npublic async Task Fetches(string baseUrl, string apiKey)", "nw_live_a84bba07931db925306a0799dc6ebd71"),
+        ];
+        for (text, secret) in cases {
+            let r = redact(text);
+            assert!(!r.text.contains(secret), "{text}\n->\n{}", r.text);
+            assert!(
+                r.text.contains("svc")
+                    || r.text.contains("alice")
+                    || r.text.contains("admin")
+                    || r.text.contains("etl")
+                    || r.text.contains("erp")
+                    || r.text.contains("ldap"),
+                "{}",
+                r.text
+            );
+        }
+        // Tests of password rules: their values are inputs, not credentials.
+        assert_kept("[Theory]\n[InlineData(\"Password1!\")]\n[InlineData(\"short\")]\npublic void Rejects_Weak_Passwords(string password)");
+        assert_kept("@pytest.mark.parametrize(\"password,accepted\", [\n    (\"short\", False),\n])\ndef test_password_policy(password, accepted):");
+        assert_kept("[InlineData(\"alice\", \"\")]\npublic void Login(string user, string password)");
+    }
+
+    #[test]
+    fn more_places_code_keeps_passwords() {
+        let v = "Bright lanterns over the bay";
+        assert_redacts(
+            &format!("var cert = new X509Certificate2(\n    Path.Combine(dir, \"a.pfx\"),\n    \"{v}\",\n    flags);"),
+            v,
+            "password_assignment",
+        );
+        assert_redacts(&format!("env.put(Context.SECURITY_CREDENTIALS, \"{v}\");"), v, "password_assignment");
+        assert_redacts(
+            &format!("<data name=\"ServiceAccountPassword\" xml:space=\"preserve\">\n  <value>{v}</value>\n</data>"),
+            v,
+            "password_assignment",
+        );
+        assert_kept("<data name=\"PasswordPrompt\" xml:space=\"preserve\">\n  <value>Please enter your password to continue</value>\n</data>");
+        assert_kept("[ftp]\nhost = ftp.partner-edi.net\nuser = edi_globex");
+        assert_kept("const string token = \"eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJ0ZXN0LXVzZXIifQ.\";");
+        assert_kept("var password = await _vault.ReadSecretAsync(\"claims/sql\", \"password\");\nvar cs = $\"Server={host};Password={password};\";");
+        assert_kept("[SharedSecretAuthorize(SecretName = \"GitHub:WebhookSecret\", Header = \"X-Hub-Signature-256\")]");
+        assert_kept("[Category(\"Security\")]\n[DisplayName(\"License server password\")]\npublic string LicenseServerPassword { get; set; }");
+        assert_kept("public Catalog catalog(@RequestHeader(\"X-Partner-Token\") String token) {");
+        assert_kept("#[Assert\\NotBlank(message: 'Please enter a password.')]");
     }
 
     #[test]
@@ -3216,6 +3421,9 @@ mod tests {
             fill("token key secret pw Xk9#mQ2z!Lp4 "),
             fill("admin / "),
             fill("2d2d2d2d2d424547494e"),
+            fill("[InlineData(\"a\", \"b\")]\n"),
+            fill("@CsvSource({\"a, b\", "),
+            fill("[InlineData(\"a\")]\nvoid t(string password) {}\n"),
             fill("ENV API_TOKEN "),
             fill("?token="),
             fill("Server=x;Password="),
