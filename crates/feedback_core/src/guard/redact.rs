@@ -1547,11 +1547,11 @@ fn code_passphrase(key: &str, v: &str) -> bool {
     let words = v.split_whitespace().count();
     named
         && !not_a_password_key(&k)
-        && (2..=8).contains(&words)
-        && (8..=100).contains(&v.chars().count())
-        // Quotes (escaped or not) and `;`, `&` are what make a passphrase strong; brackets, `=`, `$` and `%` make
-        // code, markup or a format string.
-        && !v.contains(['(', ')', '[', ']', '{', '}', '=', '<', '>', '$', '%'])
+        && (2..=16).contains(&words)
+        && (8..=160).contains(&v.chars().count())
+        // Quotes (escaped or not), `;`, `&` and parentheses are what make a passphrase strong; braces, brackets,
+        // `=`, `$` and `%` make code, markup or a format string.
+        && !v.contains(['[', ']', '{', '}', '=', '<', '>', '$', '%'])
         && !v.ends_with(['.', '?', ':', '!'])
         && !MESSAGE.is_match(v)
         && !is_placeholder(v)
@@ -2882,6 +2882,10 @@ mod tests {
     fn passphrases_with_quotes_under_password_names() {
         let v = r#"Blue kettle; 19 sparrows \"rise\""#;
         assert_redacts(&format!("cfg := &mailer.Config{{\n\tPassword: \"{v}\",\n}}"), v, "password_assignment");
+        let v = "the quick brown fox jumps over the lazy dog every single morning";
+        assert_redacts(&format!("DB_PASSWORD = \"{v}\""), v, "password_assignment");
+        let v = "Zebras & Lions, 4 ever! (since 1999)";
+        assert_redacts(&format!("password: \"{v}\""), v, "password_assignment");
         let v = r#"four Crows at "midnight" 13"#;
         assert_redacts(&format!("smtp = {{\n  password: '{v}',\n}}"), v, "password_assignment");
     }
