@@ -14,8 +14,8 @@
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
-//! printed; only the held-out author is asserted (redaction >= 0.93, false redaction <= 0.02). 0.93 is a floor
-//! against regressions, below issue 18's target of 0.95: the rules reach 0.944 on E. Raise it as redaction
+//! printed; only the held-out author is asserted (redaction >= 0.94, false redaction <= 0.02). 0.94 is a floor
+//! against regressions, below issue 18's target of 0.95: the rules reach 0.949 on E. Raise it as redaction
 //! improves on authors it was not tuned on; never lower it to pass. The held-out author's misses are never printed,
 //! only its rates, so rules cannot be tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
@@ -43,7 +43,7 @@ const AUTHORS: [(&str, &str); 6] = [
     ("J", "secrets/J.jsonl"),
     ("K", "secrets/K.jsonl"),
 ];
-const MIN_REDACTION: f64 = 0.93;
+const MIN_REDACTION: f64 = 0.94;
 const MAX_FALSE_REDACTION: f64 = 0.02;
 
 struct Row {
