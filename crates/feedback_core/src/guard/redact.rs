@@ -406,8 +406,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["token", "secret", "key"]),
         secret(
             "password_assignment",
-            r#"\b(?:sqlcmd|bcp|osql|isql)\b[^\n]*?\s-P\s*["']?([^\s"'-][^\s"']*)"#,
-            &[1],
+            r#"\b(?:sqlcmd|bcp|osql|isql)\b[^\n]*?\s-P\s*(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'-][^\s"']*))"#,
+            &[1, 2, 3],
             Some(cli_password_valid),
         )
         .needs(&["sqlcmd", "bcp", "osql", "isql"]),
@@ -420,15 +420,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["mysql", "mariadb"]),
         secret(
             "password_assignment",
-            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+-b\S*\s+\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|\bnet[ \t]+user[ \t]+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*["']?([^\s"']+)"#,
-            &[1],
+            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+-b\S*\s+\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|\bnet[ \t]+user[ \t]+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"']+))"#,
+            &[1, 2, 3],
             Some(cli_password_valid),
         )
         .needs(&["sshpass", "login", "redis-cli", "ldap", "htpasswd", "rabbitmqctl", "net", "smbpasswd", "useradd", "wget"]),
         secret(
             "password_assignment",
-            r#"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\n]*?\s-p\s+["']?([^\s"'-][^\s"']*)"#,
-            &[1],
+            r#"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\n]*?\s-p\s+(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'-][^\s"']*))"#,
+            &[1, 2, 3],
             Some(cli_password_valid),
         )
         .needs(&["mongo"]),
@@ -436,8 +436,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             .needs(&["net use"]),
         secret(
             "password_assignment",
-            r"\bopenssl\b[^\n]*?\s-(?:k|pass|passin|passout)\s+(?:pass:)?(\S+)",
-            &[1],
+            r#"\bopenssl\b[^\n]*?\s-(?:k|pass|passin|passout)\s+(?:pass:)?(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|(\S+))"#,
+            &[1, 2, 3],
             Some(openssl_password_valid),
         )
         .needs(&["openssl"]),
@@ -445,8 +445,8 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `xfreerdp /p:x`, `keytool -storepass x`, `psexec -p x`.
         secret(
             "password_assignment",
-            r#"\b(?:(?:zip|unzip|zipcloak)\b[^\n]*?\s-P\s*|7z[az]?\b[^\n]*?\s-p|rar\b[^\n]*?\s-h?p|(?:snowsql|psexec|PsExec(?:64)?|rdesktop|az\s+login)\b[^\n]*?\s-p\s+|xfreerdp\b[^\n]*?\s/p:|(?:keytool|jarsigner)\b[^\n]*?\s-(?:storepass|keypass|srcstorepass|deststorepass)\s+)["']?([^\s"'-][^\s"']*)"#,
-            &[1],
+            r#"\b(?:(?:zip|unzip|zipcloak)\b[^\n]*?\s-P\s*|7z[az]?\b[^\n]*?\s-p|rar\b[^\n]*?\s-h?p|(?:snowsql|psexec|PsExec(?:64)?|rdesktop|az\s+login)\b[^\n]*?\s-p\s+|xfreerdp\b[^\n]*?\s/p:|(?:keytool|jarsigner)\b[^\n]*?\s-(?:storepass|keypass|srcstorepass|deststorepass)\s+)(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'-][^\s"']*))"#,
+            &[1, 2, 3],
             Some(cli_password_valid),
         )
         .needs(&["zip", "7z", "rar", "snowsql", "psexec", "rdesktop", "az login", "xfreerdp", "keytool", "jarsigner"]),
@@ -575,6 +575,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(resx_valid),
         )
         .needs(&["<data"]),
+        // A wallet's seed phrase (BIP-39: 12 to 24 lowercase words) under its name or handed to its API:
+        // `MNEMONIC = "…"`, `Wallet.fromMnemonic("…")`, `seed_phrase: "…"`.
+        secret(
+            "seed_phrase",
+            r#"(?i:mnemonic|seed[_-]?phrase|seedphrase|recovery[_-]?phrase|secret[_-]?phrase|seed[_-]?words|wallet[_-]?seed|from_?phrase)[^\n"'`]{0,40}?["'`]((?:[a-z]{3,8}[ ]+){11,23}[a-z]{3,8})["'`]"#,
+            &[1],
+            Some(seed_phrase_valid),
+        )
+        .needs(&["mnemonic", "seed", "phrase"]),
         // A password setter with a literal: `cfg.setPassword("…")`, `client.set_password('…')`.
         secret(
             "password_assignment",
@@ -1683,7 +1692,7 @@ fn line_passphrase_valid(caps: &Captures, _text: &str) -> bool {
 }
 
 fn openssl_password_valid(caps: &Captures, text: &str) -> bool {
-    let v = group(caps, &[1]).to_ascii_lowercase();
+    let v = group(caps, &[1, 2, 3]).to_ascii_lowercase();
     !["file:", "env:", "fd:", "stdin"].iter().any(|p| v.starts_with(p)) && cli_password_valid(caps, text)
 }
 
@@ -1712,6 +1721,11 @@ fn positional_key_valid(caps: &Captures, _text: &str) -> bool {
 fn resx_valid(caps: &Captures, _text: &str) -> bool {
     let (name, v) = (group(caps, &[1]), group(caps, &[2]));
     !NON_SECRET_KEY.is_match(name) && !name.to_ascii_lowercase().ends_with("expired") && value_for_name(name, v)
+}
+
+/// 12, 15, 18, 21 or 24 words: the lengths a BIP-39 seed phrase has.
+fn seed_phrase_valid(caps: &Captures, _text: &str) -> bool {
+    [12, 15, 18, 21, 24].contains(&group(caps, &[1]).split_whitespace().count())
 }
 
 /// A literal handed to what can only take a secret (`Fernet("…")`, `TOTP("…")`): anything but a placeholder or a
@@ -2469,7 +2483,7 @@ fn cli_flag_password_valid(caps: &Captures, text: &str) -> bool {
         return false;
     }
     if v.contains(char::is_whitespace) {
-        return passphrase_like(v);
+        return passphrase_like(v) || code_passphrase(flag, v);
     }
     !is_placeholder(v) && !is_code_reference(v) && !is_path(v) && v.len() >= 4 && {
         let _ = text;
@@ -3033,6 +3047,25 @@ mod tests {
         assert_kept("[Category(\"Security\")]\n[DisplayName(\"License server password\")]\npublic string LicenseServerPassword { get; set; }");
         assert_kept("public Catalog catalog(@RequestHeader(\"X-Partner-Token\") String token) {");
         assert_kept("#[Assert\\NotBlank(message: 'Please enter a password.')]");
+    }
+
+    #[test]
+    fn seed_phrases_and_quoted_command_line_passphrases() {
+        let m = "abandon ability able about above absent absorb abstract absurd abuse access accident";
+        assert_redacts(&format!("const mnemonic = \"{m}\";"), m, "seed_phrase");
+        assert_redacts(&format!("wallet = Wallet.fromMnemonic(\"{m}\")"), m, "seed_phrase");
+        assert_kept("mnemonic_help = \"write these words down in order\"");
+        for (text, v) in [
+            ("gpg --passphrase \"my long passphrase here\" --batch -d file.gpg", "long passphrase here"),
+            ("openssl enc -aes-256-cbc -k \"sunny day in may\" -in a -out b", "day in may"),
+            ("7z a -p\"sunny day in may\" archive.7z folder", "day in may"),
+            ("zip -P \"sunny day in may\" archive.zip file", "day in may"),
+            ("sqlcmd -S db -U sa -P \"sunny day in may\" -Q \"SELECT 1\"", "day in may"),
+            ("keytool -list -keystore ks.jks -storepass 'sunny day in may'", "day in may"),
+        ] {
+            let r = redact(text);
+            assert!(!r.text.contains(v), "{text}\n->\n{}", r.text);
+        }
     }
 
     #[test]
