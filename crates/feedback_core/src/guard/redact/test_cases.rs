@@ -28,6 +28,7 @@ pub(super) fn secret_spans(
             .expect("test case attribute")
     });
     static CSV: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"@CsvSource[ \t]*\(").expect("csv source"));
+    static DELIMITER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"delimiter\s*=\s*'(.)'").expect("delimiter"));
     static PARAMETRIZE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r#"@pytest\.mark\.parametrize\(\s*["']([\w\s,]+)["']\s*,\s*\["#).expect("parametrize")
     });
@@ -65,10 +66,8 @@ pub(super) fn secret_spans(
     for m in CSV.find_iter(text).take(MAX_BLOCKS) {
         let Some(close) = closing_paren(text, m.end() - 1) else { continue };
         let body = &text[m.end()..close];
-        let delimiter = Regex::new(r"delimiter\s*=\s*'(.)'")
-            .ok()
-            .and_then(|r| r.captures(body).and_then(|c| c.get(1)).map(|d| d.as_str().chars().next().unwrap_or(',')))
-            .unwrap_or(',');
+        let delimiter =
+            DELIMITER.captures(body).and_then(|c| c.get(1)).and_then(|d| d.as_str().chars().next()).unwrap_or(',');
         let mut rows = Vec::new();
         for (start, end) in string_literals(body) {
             let (start, end) = (m.end() + start, m.end() + end);
@@ -97,8 +96,10 @@ pub(super) fn secret_spans(
         let names: Vec<String> = list.as_str().split(',').map(|n| n.trim().to_string()).collect();
         let mut rows = Vec::new();
         let mut at = all.end();
-        while let Some(open) = text[at..close].find('(').map(|i| at + i) {
-            let Some(end) = closing_paren(text, open) else { break };
+        while at < close {
+            let Some(open) = text[at..close].find('(').map(|i| at + i) else { break };
+            // A `(` in a comment may leave its row unclosed before the list ends: stop there.
+            let Some(end) = closing_paren(text, open).filter(|&e| e < close) else { break };
             rows.push(arguments(text, open + 1, end));
             at = end + 1;
         }
@@ -150,7 +151,12 @@ fn arguments(text: &str, start: usize, end: usize) -> Vec<Value> {
                 continue;
             }
             b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth -= 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth < 0 {
+                    break; // `[InlineData("a"), Trait("x", "y")]`: the row ends with its own `)`
+                }
+            }
             b',' if depth == 0 => position += 1,
             _ => {}
         }
@@ -228,7 +234,7 @@ fn string_literals(body: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
-        if body[i..].starts_with("\"\"\"") {
+        if b[i..].starts_with(b"\"\"\"") {
             let Some(end) = body[i + 3..].find("\"\"\"") else { break };
             out.push((i, i + 3 + end + 3));
             i += 3 + end + 3;
