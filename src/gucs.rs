@@ -555,11 +555,12 @@ fn init_worker() {
     GucRegistry::define_int_guc(
         c"pg_feedback.worker_idle_threads",
         c"ONNX Runtime intra-op threads of an embedding run the inference worker makes while its other runners \
-          are idle and no request waits; 0 means one per CPU.",
+          are idle and no request waits; 0 means one per CPU, at most 4.",
         c"A lone request (one reviewer's retrieval) then uses the cores the idle runners would: a 25-line input \
           embeds about 1.8 times faster on 2 cores, with the same vectors bit for bit. A request that arrives \
-          meanwhile runs on a free runner with worker_threads. At most worker_threads turns it off. Each runner \
-          keeps a second embedding session for it (more memory). Takes effect after a reload.",
+          meanwhile runs on a free runner with worker_threads. At most worker_threads turns it off, as does a \
+          single runner. Each runner keeps a second embedding session for it (about 50 MB). Takes effect after a \
+          reload.",
         &WORKER_IDLE_THREADS,
         0,
         64,
@@ -616,11 +617,13 @@ pub fn worker_threads() -> usize {
     WORKER_THREADS.get().max(1) as usize
 }
 
-/// Intra-op threads of a run made while the worker's other runners are idle (never fewer than
+/// Intra-op threads of an embedding run made while the worker's other runners are idle (never fewer than
 /// [`worker_threads`]).
 pub fn worker_idle_threads() -> usize {
     let n = match WORKER_IDLE_THREADS.get() {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        // One per CPU, at most 4: each runner keeps a session with this many threads, and short runs gain little
+        // from more.
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()).min(4),
         n => n as usize,
     };
     n.max(worker_threads())

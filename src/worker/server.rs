@@ -142,7 +142,8 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             .map(|_| {
                 let (rx, tx, cfg) = (Arc::clone(&work_rx), done_tx.clone(), cfg.clone());
                 let names = (gucs::embedding_model(), gucs::rerank_model());
-                let idle = gucs::worker_idle_threads();
+                // A single runner never runs lone work on idle cores (see the main loop): nothing to warm.
+                let idle = if runners > 1 { gucs::worker_idle_threads() } else { cfg.intra_threads };
                 std::thread::spawn(move || runner(rx, tx, event, cfg, idle, names))
             })
             .collect()
@@ -190,7 +191,8 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             // A lone embedding run (no other runner busy, nothing waiting) may use the idle runners' cores too.
             // Only embeddings: they are most of a retrieval's time (a code input embeds its segments), and a second
             // cross-encoder session per runner would cost its memory for the few pairs selective reranking scores.
-            let lone = share.busy == 1 && share.queue.is_empty();
+            // With one runner every run is lone: its operator chose one runner's worth of threads.
+            let lone = share.runners > 1 && share.busy == 1 && share.queue.is_empty();
             let embeds = items.iter().all(|i| matches!(i.request.job, Job::Embed { .. }));
             let threads = if lone && embeds { gucs::worker_idle_threads() } else { cfg.intra_threads };
             dispatch(Work { items, cfg: HostConfig { intra_threads: threads, ..cfg.clone() } });
