@@ -323,15 +323,15 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(url_password_valid),
         )
         .needs(&["://"]),
-        // A password with spaces in a `;`-separated connection string (ADO.NET, Npgsql, JDBC's SQL Server form)
-        // runs to the next `;` or the string's end: `Password=correct horse battery staple;`.
+        // Connection strings: ADO.NET / ODBC / JDBC `Password=...;` (a value may hold spaces, or be braced). Before
+        // the query-token rule, which would stop at a space: `Password=correct horse battery staple;`.
         secret(
-            "password_assignment",
-            r#"(?i:(?:^|[;"'\s])(?:password|pwd)[ \t]*=[ \t]*)([^;"'\n=]*[^;"'\n=\s][ \t]+[^;"'\n=]*?)[ \t]*(?:;|["']|$)"#,
+            "connection_string",
+            r#"(?i:(?:^|[;"'\s{(])(?:password|pwd|passwd|user\s+password))\s*=\s*(\{[^}\n]{1,200}\}|"[^"\n]{1,200}"|'[^'\n]{1,200}'|[^;"'\n{}]{0,199}[^;"'\n{}\s])"#,
             &[1],
-            Some(connection_passphrase_valid),
+            Some(connection_string_valid),
         )
-        .needs(&["password", "pwd"]),
+        .needs(&["password", "pwd", "passwd"]),
         // Signed URLs and tokens in query strings.
         secret(
             "url_token",
@@ -346,14 +346,6 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(cli_password_valid),
         )
         .needs(&["-u", "--user", "--basic-auth", "--auth", "--proxy-user"]),
-        // Connection strings: ADO.NET / ODBC / JDBC `Password=...;` (a value may hold spaces, or be braced).
-        secret(
-            "connection_string",
-            r#"(?i:(?:^|[;"'\s{(])(?:password|pwd|passwd|user\s+password))\s*=\s*(\{[^}\n]{1,200}\}|"[^"\n]{1,200}"|'[^'\n]{1,200}'|[^;"'\n{}]{0,199}[^;"'\n{}\s])"#,
-            &[1],
-            Some(connection_string_valid),
-        )
-        .needs(&["password", "pwd", "passwd"]),
         // Kafka, Java properties and JAAS: `password="..."` is handled by the generic rules; `.pgpass`:
         // host:port:database:user:password.
         secret(
@@ -1564,14 +1556,11 @@ static COMMON_WORD: LazyLock<Regex> = LazyLock::new(|| {
         .expect("common words")
 });
 
-/// The words of a message about passwords ("Change password"), which a passphrase does not spell out.
-static PASSWORD_WORD: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\b(?:password|passwords|passphrase|passwort|contraseña|senha)\b").expect("word"));
-
-/// A passphrase in quotes: 2 to 8 words, 8 to 100 characters, not a sentence about passwords.
+/// A passphrase in quotes: 2 to 8 words, 8 to 100 characters, not a sentence about passwords (a passphrase does
+/// not spell out the word: "Change password").
 fn passphrase_like(v: &str) -> bool {
     static MESSAGE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:must|should|invalid|incorrect|required|enter|please|your|at\s+least|characters?|field|cannot|can't|not|too|match|confirm|expired|wrong|missing|forgot|minimum|maximum|contain|valid|empty|length|is|are|was|were|be|been|the\s+password|password\s+for|%s|%d|\{\})\b")
+        Regex::new(r"(?i)\b(?:must|should|invalid|incorrect|required|enter|please|your|at\s+least|characters?|field|cannot|can't|not|too|match|confirm|expired|wrong|missing|forgot|minimum|maximum|contain|valid|empty|length|is|are|was|were|be|been|password|passwords|passphrase|passwort|contraseña|senha|%s|%d|\{\})\b")
             .expect("message words")
     });
     let words = v.split_whitespace().count();
@@ -1579,7 +1568,6 @@ fn passphrase_like(v: &str) -> bool {
     (2..=8).contains(&words)
         && (8..=100).contains(&n)
         && !v.contains(['(', ')', '[', ']', '{', '}', '"', '=', ';', '<', '>', '$'])
-        && !PASSWORD_WORD.is_match(v)
         && v.split_whitespace().all(|w| w.chars().count() <= 24)
         && !MESSAGE.is_match(v)
         && !is_placeholder(v)
@@ -1777,19 +1765,6 @@ fn seed_phrase_valid(caps: &Captures, _text: &str) -> bool {
 fn given_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
     !is_placeholder(v) && !is_mask(v) && v.chars().collect::<std::collections::BTreeSet<_>>().len() >= 8
-}
-
-/// A value with spaces after `Password=` on a line that is a connection string (other `key=value;` pairs name a
-/// server, a database or a user).
-fn connection_passphrase_valid(caps: &Captures, text: &str) -> bool {
-    static CONNECTION: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)(?:server|host|data source|address|database|initial catalog|user id|uid|username|user)[ \t]*=[^;\n]*;")
-            .expect("connection string")
-    });
-    let Some(m) = caps.get(1) else { return false };
-    let v = m.as_str();
-    let line = line_window(text, m.start(), m.end());
-    CONNECTION.is_match(line) && !is_placeholder(v) && (2..=8).contains(&v.split_whitespace().count()) && v.len() <= 100
 }
 
 fn slack_valid(caps: &Captures, _text: &str) -> bool {
