@@ -142,8 +142,7 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             .map(|_| {
                 let (rx, tx, cfg) = (Arc::clone(&work_rx), done_tx.clone(), cfg.clone());
                 let names = (gucs::embedding_model(), gucs::rerank_model());
-                // A single runner never runs lone work on idle cores (see the main loop): nothing to warm.
-                let idle = if runners > 1 { gucs::worker_idle_threads() } else { cfg.intra_threads };
+                let idle = idle_threads(runners);
                 std::thread::spawn(move || runner(rx, tx, event, cfg, idle, names))
             })
             .collect()
@@ -157,6 +156,8 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
 
     let mut mapped = 0usize;
     let mut share = Share::new(runners);
+    // Read here and on reload, not per dispatch (one per CPU means reading the CPU count).
+    let mut idle = idle_threads(runners);
     loop {
         // Barriers (DROP DATABASE waits for every process to absorb one) and other interrupts.
         pg_sys::check_for_interrupts!();
@@ -169,6 +170,7 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             let mut s = STATE.exclusive();
             s.threads = worker_config().intra_threads as u32;
             s.merge = gucs::batch_merge();
+            idle = idle_threads(runners);
         }
         while let Ok(finished) = done_rx.try_recv() {
             mapped -= finished.items.len();
@@ -191,10 +193,9 @@ pub extern "C-unwind" fn _fb_worker_main(_arg: pg_sys::Datum) {
             // A lone embedding run (no other runner busy, nothing waiting) may use the idle runners' cores too.
             // Only embeddings: they are most of a retrieval's time (a code input embeds its segments), and a second
             // cross-encoder session per runner would cost its memory for the few pairs selective reranking scores.
-            // With one runner every run is lone: its operator chose one runner's worth of threads.
-            let lone = share.runners > 1 && share.busy == 1 && share.queue.is_empty();
+            let lone = share.busy == 1 && share.queue.is_empty();
             let embeds = items.iter().all(|i| matches!(i.request.job, Job::Embed { .. }));
-            let threads = if lone && embeds { gucs::worker_idle_threads() } else { cfg.intra_threads };
+            let threads = if lone && embeds { idle } else { cfg.intra_threads };
             dispatch(Work { items, cfg: HostConfig { intra_threads: threads, ..cfg.clone() } });
         }
         wait(event, Duration::from_secs(1));
@@ -308,6 +309,16 @@ unsafe extern "C-unwind" fn stop_runners(_code: std::ffi::c_int, _arg: pg_sys::D
         for t in threads {
             let _ = t.join();
         }
+    }
+}
+
+/// Intra-op threads of a lone embedding run. With one runner every run is lone, and its operator chose one runner's
+/// worth of threads: then the runner's own count.
+fn idle_threads(runners: usize) -> usize {
+    if runners > 1 {
+        gucs::worker_idle_threads()
+    } else {
+        gucs::worker_threads()
     }
 }
 
