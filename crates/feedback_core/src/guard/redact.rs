@@ -412,7 +412,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["mysql", "mariadb"]),
         secret(
             "password_assignment",
-            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+-b\S*\s+\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|\bnet[ \t]+user[ \t]+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"']+))"#,
+            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+(?:-\S+\s+)*-[a-zA-Z]*b[a-zA-Z]*\s+(?:-\S+\s+)*\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|\bnet[ \t]+user[ \t]+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"']+))"#,
             &[1, 2, 3],
             Some(cli_password_valid),
         )
@@ -620,10 +620,11 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(cli_password_valid),
         )
         .needs(&["password-stdin"]),
-        // Credentials passed as (user, password) string arguments.
+        // Credentials passed as (user, password) string arguments, after a URL or a DSN (`"DBI:mysql:…"`,
+        // `"host=…;dbname=…"`) when one comes first.
         secret(
             "password_assignment",
-            r#"(?i:\bauth\s*=\s*\(|[\w.]*(?:basicauth|basic_auth|credentials?|credential|login|logon|signin|sign_in|authenticate|useridentity|passwordauthentication|connect|getconnection|bind|bind_s|simple_bind|simple_bind_s)\s*\()\s*(?:["'](?:jdbc:|[a-z][a-z0-9+.-]{1,20}://)[^"'\n]{1,200}["']\s*,\s*)?["'][^"'\n]{1,120}["']\s*,\s*["']([^"'\n]{3,128})["']\s*[,)]"#,
+            r#"(?i:\bauth\s*=\s*\(|[\w.]*(?:basicauth|basic_auth|credentials?|credential|login|logon|signin|sign_in|authenticate|useridentity|passwordauthentication|connect|getconnection|bind|bind_s|simple_bind|simple_bind_s)\s*\()\s*(?:["'](?:jdbc:|(?i:dbi):|[a-z][a-z0-9+.-]{1,20}://|[^"'\n,]*[=;])[^"'\n]{0,200}["']\s*,\s*)?["'][^"'\n;]{1,120}["']\s*,\s*["']([^"'\n]{3,128})["']\s*[,)]"#,
             &[1],
             Some(quoted_password_valid),
         )
@@ -954,6 +955,25 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(random_under_name_valid),
         )
         .needs(&["key", "stripe", "twilio", "sendgrid", "mailgun", "openai", "anthropic", "datadog", "sentry", "algolia", "pusher", "mapbox", "firebase", "supabase", "auth0", "okta", "cloudflare", "shopify", "paypal", "braintree", "plaid", "segment", "mixpanel", "hubspot", "zendesk", "intercom", "dropbox", "airtable", "notion"]),
+        // The same in a .env file or a shell export, unquoted: `RCLONE_CONFIG_OFFSITE_KEY=K0038iFT…`.
+        secret(
+            "api_key_assignment",
+            r"(?m)^[ \t]*(?:export[ \t]+)?([A-Z][A-Z0-9_]*_KEY)=([A-Za-z0-9+/=_-]{24,300})[ \t]*\r?$",
+            &[2],
+            Some(random_under_name_valid),
+        )
+        .needs(&["_key="]),
+        // A YAML anchor before the value: `password: &pw Hedgehog-Marmalade-Sundays` (the alias `*pw` elsewhere
+        // is a reference). Groups as in [`assignment`].
+        secret(
+            "password_assignment",
+            &format!(
+                r#"(?m)^[ \t]*(?:-[ \t]+)?((?i:{PASSWORD_KEY}))([ \t]*:[ \t]*&[\w-]+[ \t]+)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s#]{{1,300}}))"#
+            ),
+            &[3, 4, 5],
+            Some(password_valid),
+        )
+        .needs(&["&"]),
         // Keys as byte lists: `key = [0x4f, 0x2a, ...]`, `byteArrayOf(0x4f, ...)`, `new byte[] { 0x4f, ... }`.
         secret(
             "byte_array_key",
@@ -1505,7 +1525,8 @@ fn bearer_valid(caps: &Captures, _text: &str) -> bool {
 
 fn url_password_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
-    !is_placeholder(v) && !v.starts_with(':')
+    // `amqp://celery:**@host`: a log line's mask.
+    !is_placeholder(v) && !v.starts_with(':') && !v.chars().all(|c| c == '*')
 }
 
 fn quoted_password_valid(caps: &Captures, _text: &str) -> bool {
@@ -1542,7 +1563,8 @@ fn prose_password_valid(caps: &Captures, _text: &str) -> bool {
     if v.contains(char::is_whitespace) {
         return quoted && passphrase_like(v);
     }
-    if COMMON_WORD.is_match(v) {
+    // `password = (sensitive value)` in a Terraform plan, `(known after apply)`: markers, not values.
+    if COMMON_WORD.is_match(v) || !quoted && v.starts_with('(') {
         return false;
     }
     let inner_upper = v.chars().skip(1).any(|c| c.is_uppercase());
@@ -1933,7 +1955,7 @@ fn prose_token_valid(caps: &Captures, text: &str) -> bool {
             .expect("secret words")
     });
     static NOT_SECRET_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace[\s_-]?id|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2)\b")
+        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace|trace[\s_-]?id|change-id|changeid|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2)\b")
             .expect("non-secret context")
     });
     let Some(m) = caps.get(1) else { return false };
@@ -2540,22 +2562,29 @@ fn cli_flag_password_valid(caps: &Captures, text: &str) -> bool {
     let flag = group(caps, &[1]);
     let v = group(caps, &[2, 3, 4]);
     let lower = v.to_ascii_lowercase();
-    if flag_names_a_property(flag) || ["file:", "env:", "fd:", "stdin"].iter().any(|p| lower.starts_with(p)) {
+    // `-pass pass:'…'`: a source prefix whose quoted value the openssl rule reads.
+    if flag_names_a_property(flag)
+        || ["file:", "env:", "fd:", "stdin"].iter().any(|p| lower.starts_with(p))
+        || v.ends_with(':') && text[caps.get(0).map_or(0, |m| m.end())..].starts_with(['\'', '"'])
+    {
         return false;
     }
     if v.contains(char::is_whitespace) {
         return passphrase_like(v) || code_passphrase(flag, v);
     }
-    !is_placeholder(v) && !is_code_reference(v) && !is_path(v) && v.len() >= 4 && {
-        let _ = text;
-        true
-    }
+    !is_placeholder(v) && !is_code_reference(v) && !is_path(v) && v.len() >= 4
 }
 
 fn cli_flag_token_valid(caps: &Captures, _text: &str) -> bool {
     let flag = group(caps, &[1]);
     let v = group(caps, &[2, 3, 4]);
-    !flag_names_a_property(flag) && !is_placeholder(v) && !is_path(v) && looks_random(v)
+    // `--secret id=npmrc,src=$HOME/.npmrc` (BuildKit): options naming where a secret is, not the secret.
+    let options = v.split_once('=').is_some_and(|(k, rest)| {
+        !k.is_empty()
+            && k.chars().all(|c| c.is_ascii_alphabetic() || c == '_')
+            && !rest.trim_end_matches('=').is_empty()
+    });
+    !flag_names_a_property(flag) && !is_placeholder(v) && !is_path(v) && !options && looks_random(v)
 }
 
 fn name_value_password_valid(caps: &Captures, _text: &str) -> bool {
@@ -2604,14 +2633,29 @@ fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|site[_-]?key|publishable[_-]?key|setting)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting)$")
         .expect("non-secret keys")
 });
+
+/// Syntax that looks like `key: value` but assigns nothing: a shell expansion (`${PGPASSWORD:?unset}`), a scope
+/// operator (`Password::min(12)`), a parenthesised expression or marker (`password = (sensitive value)` in a
+/// Terraform plan).
+fn not_an_assignment(caps: &Captures, text: &str) -> bool {
+    let (Some(key), Some(sep)) = (caps.get(1), caps.get(2)) else { return false };
+    let before = &text[floor_char(text, key.start().saturating_sub(2))..key.start()];
+    let value = group(caps, &[3, 4, 5]);
+    before.ends_with("${")
+        || sep.as_str().trim_end().ends_with(':') && text[sep.end()..].starts_with(':')
+        || caps.get(5).is_some() && value.starts_with('(')
+}
 
 fn password_valid(caps: &Captures, text: &str) -> bool {
     let key = group(caps, &[1]);
     // `"--password-stdin", "registry.acme.io"`: a flag about the password, and the argument after it.
-    if NON_SECRET_KEY.is_match(key) || key.starts_with('-') && flag_names_a_property(key) {
+    if NON_SECRET_KEY.is_match(key)
+        || key.starts_with('-') && flag_names_a_property(key)
+        || not_an_assignment(caps, text)
+    {
         return false;
     }
     let value = group(caps, &[3, 4, 5]);
@@ -2653,6 +2697,7 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
     if NON_SECRET_KEY.is_match(key)
         || key.to_ascii_lowercase().ends_with("tokens")
         || key.starts_with('-') && flag_names_a_property(key)
+        || not_an_assignment(caps, text)
     {
         return false;
     }
@@ -2665,6 +2710,7 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
         || env_var_name(value)
         || names_a_reference(key)
         || unsigned_jwt(value)
+        || public_by_design(value)
         // `"sha256=5a97…"`: a digest (an expected webhook signature), which its algorithm's name leads.
         || ["sha1=", "sha256=", "sha512=", "md5="].iter().any(|p| value.to_ascii_lowercase().starts_with(p))
         || value.contains("://")
@@ -2690,8 +2736,16 @@ fn env_style(caps: &Captures, text: &str) -> bool {
     let lead = text[line_start..key.start()].trim_start();
     let lead_ok = lead.is_empty() || lead == "export " || lead == "export" || lead.ends_with(' ');
     let upper = key.as_str().chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-    let yaml = sep.as_str().trim() == ":" && text[line_start..key.start()].trim().is_empty();
-    (upper && sep.as_str() == "=" && lead_ok) || yaml
+    // `password: x`, or with a YAML anchor `password: &pw x`.
+    let sep = sep.as_str().trim();
+    let yaml = (sep == ":" || sep.strip_prefix(':').is_some_and(|a| a.trim_start().starts_with('&')))
+        && text[line_start..key.start()].trim().is_empty();
+    (upper && sep == "=" && lead_ok) || yaml
+}
+
+/// Tokens their vendors issue to be shipped in public clients: Mapbox `pk.` tokens, Stripe publishable keys.
+fn public_by_design(v: &str) -> bool {
+    ["pk.eyJ", "pk_live_", "pk_test_"].iter().any(|p| v.starts_with(p))
 }
 
 /// A bare value that a call or an index follows (`get_password()`), or that starts an expression
@@ -2705,7 +2759,7 @@ fn followed_by_call(caps: &Captures, text: &str) -> bool {
 /// A bare value that is code, not a literal: a call, an index, a dotted path, a variable, a type.
 fn is_code_reference(v: &str) -> bool {
     static CODE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+\(?|[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+\(.*|[A-Za-z_$][\w$.]*[(\[].*|(?:str|string|String|bytes|int|bool|SecretStr|Optional|None|Any|text|varchar|char|Text|&str|Option|undefined|null|nil|true|false)\??)$")
+        Regex::new(r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+[!?]?\(?|[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+[!?]?\(.*|[A-Za-z_$][\w$.]*[(\[].*|(?:str|string|String|bytes|int|bool|SecretStr|Optional|None|Any|text|varchar|char|Text|&str|Option|undefined|null|nil|true|false)\??)$")
             .expect("code reference")
     });
     CODE.is_match(v)
@@ -2714,10 +2768,11 @@ fn is_code_reference(v: &str) -> bool {
 /// Placeholders, masks and references: `<your key>`, `${VAR}`, `{{ x }}`, `%(pw)s`, `***`, `xxx`,
 /// `[REDACTED]`, environment lookups, secret-manager references (`arn:aws:secretsmanager:...`, `vault:...`,
 /// `op://...`, `{{resolve:ssm-secure:...}}`, `@Microsoft.KeyVault(...)`), and the words placeholder values are
-/// made of (`changeme`, `example`, `your_token_here`). A value that merely contains "example" is not one.
+/// made of (`changeme`, `example`, `your_token_here`). A value that merely contains "example" or "changeme"
+/// (`changeme-prod-ES-77!`) is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|.*(?:redacted|changeme|change_me|change-me|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
@@ -3108,6 +3163,47 @@ mod tests {
         assert_kept("[Category(\"Security\")]\n[DisplayName(\"License server password\")]\npublic string LicenseServerPassword { get; set; }");
         assert_kept("public Catalog catalog(@RequestHeader(\"X-Partner-Token\") String token) {");
         assert_kept("#[Assert\\NotBlank(message: 'Please enter a password.')]");
+    }
+
+    #[test]
+    fn syntax_that_only_looks_like_an_assignment_is_kept() {
+        for text in [
+            "      ~ password            = (sensitive value)",
+            ": \"${PGPASSWORD:?PGPASSWORD must be set}\"",
+            "WARNING Cannot connect to amqp://celery:**@rabbitmq.internal:5672//: refused",
+            "'password' => ['required', Password::min(12)->mixedCase()],",
+            "  secret_key_base: System.fetch_env!(\"SECRET_KEY_BASE\")",
+            "run: docker build --secret id=npmrc,src=$HOME/.npmrc -t app .",
+            "const mapboxPublicToken = \"pk.eyJ1Ijoi7Wjhntgiah7G2MTphff6K5C0qKBbRgRRag0KG1m5.HzevuBNCw6Fk8KekKCFC6w\";",
+            "fix(auth): rotate refresh token\n\n    Change-Id: Ieea08b81895d4b09eecf55433afd97166184e8a3",
+            "The `token_count` is off by one. Trace: `ef7db8a0358618cf5d2cffc9833ffa8d`, request",
+            "RECAPTCHA_SITE_KEY=6LcK0038iFT7ogDT2gnVTto8MEaXP3IlVwAAAA",
+            "DB_PASSWORD=changeme",
+            "password: change_me_in_production",
+            "my $dbh = DBI->connect(\"DBI:mysql:database=inv;host=db\", \"inv_batch\", $password, { RaiseError => 1 });",
+        ] {
+            assert_kept(text);
+        }
+    }
+
+    #[test]
+    fn secrets_behind_anchors_prefixes_and_dsns() {
+        for (text, v) in [
+            ("curl https://admin:changeme-prod-ES-77!@es-logs.acme.internal:9200/_cat", "changeme-prod-ES-77!"),
+            ("  password: &pw Hedgehog-Marmalade-Sundays", "Hedgehog-Marmalade-Sundays"),
+            ("openssl enc -aes-256-cbc -in a -out b -pass pass:'Blue Heron Over 7 Lakes'", "Blue Heron"),
+            ("export RCLONE_CONFIG_OFFSITE_KEY=K0038iFT7ogDT2gnVTto8MEaXP3IlVw", "K0038iFT7ogDT2gnVTto8MEaXP3IlVw"),
+            ("FIELD_ENC_KEY=5006667cf09acf5a813882bd17ce7b0d7aa840c6f74f23d63ac2a89cdc3f73e4", "5006667cf09acf5a81"),
+            ("htpasswd -b -c /etc/nginx/.htpasswd grafana 'Let me in, please! 2024'", "Let me in"),
+            ("my $dbh = DBI->connect(\n    \"DBI:mysql:database=inv;host=db\",\n    \"inv_batch\", \"perl4ever!\",\n);", "perl4ever!"),
+        ] {
+            let r = redact(text);
+            assert!(!r.text.contains(v), "{text}\n->\n{}", r.text);
+        }
+        // The user name is not the password.
+        assert!(redact("htpasswd -b -c /etc/nginx/.htpasswd grafana 'Let me in, please! 2024'")
+            .text
+            .contains("grafana"));
     }
 
     #[test]
