@@ -3,21 +3,28 @@
 //! Authors (one JSONL file each; rows `{label: secret|clean, format, text, secrets}`):
 //! - `project`: `data/guard/secrets.jsonl`, the corpus the first rules were written against (tune only);
 //! - `D`: `data/guard/secrets/D.jsonl`, configuration and infrastructure (tune);
-//! - `E`: `data/guard/secrets/E.jsonl`, application code: the held-out author (see [`HELD_OUT`]);
+//! - `E`: `data/guard/secrets/E.jsonl`, application code: held out (see [`HELD_OUT`]);
 //! - `F`: `data/guard/secrets/F.jsonl`, prose, chat and logs (tune);
 //! - `J`: `data/guard/secrets/J.jsonl`, application code weighted to the hard forms: values with spaces, key bodies
 //!   without headers, annotation defaults, flags in argument lists, split literals (tune; written after E's rates,
 //!   never its rows, showed those forms weakest);
 //! - `K`: `data/guard/secrets/K.jsonl`, .NET and JVM application code weighted to secrets in attributes and
 //!   annotations and to values with spaces (tune; the same reason).
+//! - `L`: `data/guard/secrets/L.jsonl`, platform and data work: code-review diffs, notebooks, SQL, CI files,
+//!   infrastructure as code, shell, logs, HTTP, chat (tune; first measured as a held-out author: 0.913 redaction
+//!   and 6.0% false redaction, the rules of 0.11.0 before any of its rows was read).
+//! - `P`: `data/guard/secrets/P.jsonl`, mobile, desktop, data-science, serverless and IoT code, API tooling,
+//!   spreadsheets and mail (held out: written after the rules were tuned on L, never read).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
-//! printed; only the held-out author is asserted (redaction >= 0.94, false redaction <= 0.02). 0.94 is a floor
-//! against regressions, below issue 18's target of 0.95: the rules reach 0.949 on E. Raise it as redaction
-//! improves on authors it was not tuned on; never lower it to pass. The held-out author's misses are never printed,
-//! only its rates, so rules cannot be tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
+//! printed; only the held-out authors are asserted, each against its floors in [`HELD_OUT`]. E's are issue 18's
+//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). P's are regression floors
+//! far from them: the rules reach 0.836 at 0.108 on P, an author of other kinds of code, which says how far E's
+//! figure carries to code nobody tuned for. Raise a floor as redaction improves on authors it was not tuned on;
+//! never lower one to pass. A held-out author's misses are never printed, only its rates, so rules cannot be
+//! tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
 //!     FB_SECRETS_SHOW_MISSES=project,D cargo test -p feedback_core --test secrets_corpus -- --nocapture
 
@@ -33,18 +40,19 @@ use feedback_core::guard::redact;
 use rate::Rate;
 use serde_json::Value;
 
-/// The author whose rows no rule was tuned on.
-const HELD_OUT: &str = "E";
-const AUTHORS: [(&str, &str); 6] = [
+/// The authors whose rows no rule was tuned on, each with its floors: (author, least redaction, most false
+/// redaction).
+const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("P", 0.83, 0.11)];
+const AUTHORS: [(&str, &str); 8] = [
     ("project", "secrets.jsonl"),
     ("D", "secrets/D.jsonl"),
     ("E", "secrets/E.jsonl"),
     ("F", "secrets/F.jsonl"),
     ("J", "secrets/J.jsonl"),
     ("K", "secrets/K.jsonl"),
+    ("L", "secrets/L.jsonl"),
+    ("P", "secrets/P.jsonl"),
 ];
-const MIN_REDACTION: f64 = 0.94;
-const MAX_FALSE_REDACTION: f64 = 0.02;
 
 struct Row {
     line: usize,
@@ -162,10 +170,11 @@ fn secrets_by_author() {
                 continue;
             }
         };
-        // The held-out author's misses are never shown, whatever the variable says.
-        let show = author != HELD_OUT && show_list.split(',').map(str::trim).any(|s| s == author);
+        let held_out = HELD_OUT.iter().find(|(a, ..)| *a == author);
+        // A held-out author's misses are never shown, whatever the variable says.
+        let show = held_out.is_none() && show_list.split(',').map(str::trim).any(|s| s == author);
         let t = measure(author, &rows, show, &mut elapsed, &mut bytes);
-        let role = if author == HELD_OUT { "held out" } else { "tuned on, shown as if held out" };
+        let role = if held_out.is_some() { "held out" } else { "tuned on, shown as if held out" };
         let _ = writeln!(report, "== author {author} ({role}; {} rows, {invalid} invalid skipped) ==", rows.len());
         let _ = writeln!(report, "  redaction              {}", t.redacted.show());
         let _ = writeln!(report, "  false redaction        {}", t.false_redaction.show());
@@ -178,14 +187,14 @@ fn secrets_by_author() {
         if t.not_idempotent > 0 {
             failures.push(format!("author {author}: {} rows not idempotent", t.not_idempotent));
         }
-        if author == HELD_OUT {
-            assert!(!rows.is_empty(), "the held-out author {HELD_OUT} has no rows");
-            if t.redacted.value() < MIN_REDACTION {
-                failures.push(format!("held-out {author} redaction {:.3} < {MIN_REDACTION}", t.redacted.value()));
+        if let Some(&(_, min_redaction, max_false_redaction)) = held_out {
+            assert!(!rows.is_empty(), "the held-out author {author} has no rows");
+            if t.redacted.value() < min_redaction {
+                failures.push(format!("held-out {author} redaction {:.3} < {min_redaction}", t.redacted.value()));
             }
-            if t.false_redaction.value() > MAX_FALSE_REDACTION {
+            if t.false_redaction.value() > max_false_redaction {
                 failures.push(format!(
-                    "held-out {author} false redaction {:.3} > {MAX_FALSE_REDACTION}",
+                    "held-out {author} false redaction {:.3} > {max_false_redaction}",
                     t.false_redaction.value()
                 ));
             }
