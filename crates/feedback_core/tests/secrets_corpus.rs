@@ -14,15 +14,18 @@
 //!   infrastructure as code, shell, logs, HTTP, chat (tune; first measured as a held-out author: 0.913 redaction
 //!   and 6.0% false redaction, the rules of 0.11.0 before any of its rows was read).
 //! - `P`: `data/guard/secrets/P.jsonl`, mobile, desktop, data-science, serverless and IoT code, API tooling,
-//!   spreadsheets and mail (held out: written after the rules were tuned on L, never read).
+//!   spreadsheets and mail (tune; first measured as a held-out author, after the rules were tuned on L: 0.836
+//!   redaction and 10.8% false redaction);
+//! - `Q`: `data/guard/secrets/Q.jsonl`, web frameworks and CMSs, payments and SaaS integrations, web servers,
+//!   networking and mail ops, tickets (held out: written after the rules were tuned on P, never read).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
 //! printed; only the held-out authors are asserted, each against its floors in [`HELD_OUT`]. E's are issue 18's
-//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). P's are regression floors
-//! far from them: the rules reach 0.836 at 0.108 on P, an author of other kinds of code, which says how far E's
-//! figure carries to code nobody tuned for. Raise a floor as redaction improves on authors it was not tuned on;
+//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). Q's are regression floors
+//! far from them: the rules reach 0.783 at 0.096 on Q, an author of other kinds of code, which says how far E's
+//! figure carries to code nobody tuned for (L and P measured 0.913 at 0.060 and 0.836 at 0.108 the same way). Raise a floor as redaction improves on authors it was not tuned on;
 //! never lower one to pass. A held-out author's misses are never printed, only its rates, so rules cannot be
 //! tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
@@ -42,8 +45,8 @@ use serde_json::Value;
 
 /// The authors whose rows no rule was tuned on, each with its floors: (author, least redaction, most false
 /// redaction).
-const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("P", 0.83, 0.11)];
-const AUTHORS: [(&str, &str); 8] = [
+const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("Q", 0.77, 0.10)];
+const AUTHORS: [(&str, &str); 9] = [
     ("project", "secrets.jsonl"),
     ("D", "secrets/D.jsonl"),
     ("E", "secrets/E.jsonl"),
@@ -52,6 +55,7 @@ const AUTHORS: [(&str, &str); 8] = [
     ("K", "secrets/K.jsonl"),
     ("L", "secrets/L.jsonl"),
     ("P", "secrets/P.jsonl"),
+    ("Q", "secrets/Q.jsonl"),
 ];
 
 struct Row {
