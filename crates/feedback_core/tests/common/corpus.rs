@@ -21,8 +21,8 @@ pub const TUNE_AUTHORS: [&str; 3] = ["project", "A", "B"];
 pub const TEST_AUTHOR: &str = "C";
 /// Every author nothing is tuned or chosen on: C, and G, H, I (written after 0.8.0), M, N (written for 0.11.0), each
 /// in a different style, never seen by the rules or the fit.
-pub const HELD_OUT_AUTHORS: [&str; 6] = ["C", "G", "H", "I", "M", "N"];
-pub const INDEPENDENT_AUTHORS: [&str; 8] = ["A", "B", "C", "G", "H", "I", "M", "N"];
+pub const HELD_OUT_AUTHORS: [&str; 7] = ["C", "G", "H", "I", "M", "N", "R"];
+pub const INDEPENDENT_AUTHORS: [&str; 9] = ["A", "B", "C", "G", "H", "I", "M", "N", "R"];
 
 #[derive(Debug, Clone)]
 pub struct Row {
