@@ -292,7 +292,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         ),
         secret(
             "saas_api_token",
-            r"\b(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|key-[0-9a-f]{32}|[0-9a-f]{32}-us\d{1,2}|sq0(?:atp|csp|idp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60,}|access_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}|ATATT3[A-Za-z0-9_=-]{100,}|lin_(?:api|oauth)_[A-Za-z0-9]{40}|secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|gl(?:c|sa)_[A-Za-z0-9+/_]{32,}={0,2}|NRAK-[A-Z0-9]{27}|[a-f0-9]{36}NRAL|NRII-[A-Za-z0-9_-]{32}|sntry[su]_[A-Za-z0-9+/=_]{40,}|figd_[A-Za-z0-9_-]{40,}|CFPAT-[A-Za-z0-9_-]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_.-]{50,}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{20,}|EAA[A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}|ops_[A-Za-z0-9_-]{40,}|tfp_[A-Za-z0-9_-]{40,}|dop_[a-f0-9]{64}|ghs_[A-Za-z0-9]{36}|sl\.[A-Za-z0-9_-]{130,}|xoxe\.xox[bp]-[A-Za-z0-9-]{20,}|AC[a-f0-9]{32}:[A-Za-z0-9]{32})\b",
+            r"\b(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|key-[0-9a-f]{32}|[0-9a-f]{32}-us\d{1,2}|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60,}|access_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}|ATATT3[A-Za-z0-9_=-]{100,}|lin_(?:api|oauth)_[A-Za-z0-9]{40}|secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|gl(?:c|sa)_[A-Za-z0-9+/_]{32,}={0,2}|NRAK-[A-Z0-9]{27}|[a-f0-9]{36}NRAL|NRII-[A-Za-z0-9_-]{32}|sntry[su]_[A-Za-z0-9+/=_]{40,}|figd_[A-Za-z0-9_-]{40,}|CFPAT-[A-Za-z0-9_-]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_.-]{50,}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{20,}|EAA[A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}|ops_[A-Za-z0-9_-]{40,}|tfp_[A-Za-z0-9_-]{40,}|dop_[a-f0-9]{64}|ghs_[A-Za-z0-9]{36}|sl\.[A-Za-z0-9_-]{130,}|xoxe\.xox[bp]-[A-Za-z0-9-]{20,}|AC[a-f0-9]{32}:[A-Za-z0-9]{32})\b",
             &[1],
             None,
         ),
@@ -328,10 +328,11 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(basic_valid),
         )
         .needs(&["basic"]),
-        // user:PASSWORD@host: only the password goes (up to the last `@` before the host).
+        // user:PASSWORD@host: only the password goes (up to the last `@` before the host). The user may already be a
+        // placeholder (an AWS key id), the host empty (Airflow's `aws://KEY:SECRET@/?region_name=…`).
         secret(
             "url_password",
-            r#"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'"<>]*:([^\s/'"<>]+)@[A-Za-z0-9.\[_-]"#,
+            r#"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://(?:\[REDACTED:[a-z0-9_]+\]|[^\s:/@'"<>]*):([^\s/'"<>]+)@(?:[A-Za-z0-9.\[_-]|/[?\s'"]|/$)"#,
             &[1],
             Some(url_password_valid),
         )
@@ -622,7 +623,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `echo "user:pw" | chpasswd`, `echo pw | sudo -S ...`, `echo $X | docker login --password-stdin`.
         secret(
             "password_assignment",
-            r#"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:'%s(?:\\n)?'\s+|"%s(?:\\n)?"\s+)?(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s|;&'"]{1,200}))\s*\|\s*(?:sudo\s+(?:-S\s+)?)?(?:passwd|chpasswd|sudo|docker|podman|helm|nerdctl|buildah|skopeo|crane|oras|kinit|openssl|gpg|vault|cryptsetup|ssh-add|smbpasswd|htpasswd|oc|kubectl|az|npm|gh|argocd|mysql|psql|su|vncpasswd|expect|openconnect|keytool|security|sshpass|passwd)\b"#,
+            r#"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:'%s(?:\\n)?'\s+|"%s(?:\\n)?"\s+)?(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s|;&'"]{1,200}))\s*\|\s*(?:sudo\s+(?:-S\s+)?)?(?:passwd|chpasswd|sudo|docker|podman|helm|nerdctl|buildah|skopeo|crane|oras|kinit|openssl|gpg|vault|cryptsetup|ssh-add|smbpasswd|htpasswd|oc|kubectl|az|npm|gh|argocd|mysql|psql|su|vncpasswd|expect|openconnect|keytool|security|sshpass|saslpasswd2|passwd)\b"#,
             &[1, 2, 3],
             Some(cli_password_valid),
         )
@@ -679,10 +680,45 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(bearer_valid),
         )
         .needs(&["value"]),
+        // WooCommerce REST keys, Mollie keys.
+        secret("api_key_assignment", r"\b((?:ck|cs)_[a-f0-9]{40})\b", &[1], None).needs(&["ck_", "cs_"]),
+        secret("api_key_assignment", r"\b((?:live|test)_[A-Za-z0-9]{30})\b", &[1], Some(bearer_valid)).needs(&["live_", "test_"]),
+        // Network gear: Cisco type-7 (reversible) passwords and keys, SNMP communities, IKE pre-shared keys, Junos
+        // `$9$` (reversible) secrets, HAProxy `insecure-password`, Net-SNMP `createUser` pass phrases.
+        secret("password_assignment", r"\b(?:password|key)[ \t]+7[ \t]+([0-9A-F]{8,})\b", &[1], None).needs(&[" 7 "]),
+        secret("password_assignment", r"(?m)\b(?:snmp-server[ \t]+community|set[ \t]+snmp[ \t]+community)[ \t]+(\S+)", &[1], Some(literal_valid_1))
+            .needs(&["community"]),
+        secret("password_assignment", r"\bcrypto[ \t]+isakmp[ \t]+key[ \t]+(?:[06][ \t]+)?(\S+)[ \t]+address\b", &[1], None)
+            .needs(&["isakmp"]),
+        secret("password_assignment", r#""(\$9\$[^"\s]{8,})""#, &[1], None).needs(&["$9$"]),
+        secret("password_assignment", r"\binsecure-password[ \t]+(\S+)", &[1], Some(literal_valid_1)).needs(&["insecure-password"]),
+        secret("password_assignment", r#"\bcreateUser[ \t]+\S+[ \t]+(?:MD5|SHA(?:-\d+)?)[ \t]+"([^"\n]{8,})""#, &[1], None)
+            .needs(&["createuser"]),
+        secret("password_assignment", r#"\bcreateUser[ \t]+\S+[ \t]+(?:MD5|SHA(?:-\d+)?)[ \t]+"[^"\n]{8,}"[ \t]+(?:DES|AES(?:-?\d+)?)[ \t]+"([^"\n]{8,})""#, &[1], None)
+            .needs(&["createuser"]),
+        // SNMP communities on monitoring command lines: `check_snmp -C x`, `snmpwalk -c x`.
+        secret("password_assignment", r"\b(?:check_snmp\w*|snmpwalk|snmpget|snmpbulkwalk|snmpset|snmptable)\b[^\n]*?[ \t]-[cC][ \t]+(\S+)", &[1], Some(literal_valid_1))
+            .needs(&["snmp"]),
+        // Caddy's DNS-provider token, Nagios resource macros, Monit's `allow user:"password"`, LDAP `bindpw`,
+        // Dovecot `{PLAIN}` passwords, FileZilla's base64 `<Pass>`, `nsupdate -y` TSIG keys, lftp `-u user,pass`.
+        secret("api_key_assignment", r"(?m)^[ \t]*acme_dns[ \t]+\w+[ \t]+(\S{16,})", &[1], None).needs(&["acme_dns"]),
+        secret("password_assignment", r"(?m)^[ \t]*\$USER\d+\$[ \t]*=[ \t]*(\S+)[ \t]*$", &[1], Some(literal_valid_1)).needs(&["$user"]),
+        secret("password_assignment", r#"\ballow[ \t]+[\w.@-]+:"([^"\n]{3,})""#, &[1], None).needs(&["allow"]),
+        secret("password_assignment", r"(?m)^[ \t]*(?:bindpw|rootpw|bind_pw)[ \t]+(\S+)", &[1], Some(literal_valid_1)).needs(&["pw"]),
+        secret("password_assignment", r"\{(?:PLAIN|CLEARTEXT|CLEAR)\}([^:\s]{3,})", &[1], None).needs(&["{plain}", "{clear"]),
+        secret("password_assignment", r#"<Pass(?:[ \t][^>\n]*)?>([^<\n]{3,})</Pass>"#, &[1], None).needs(&["<pass"]),
+        secret("api_key_assignment", r"\bnsupdate\b[^\n]*?[ \t]-y[ \t]+(?:hmac-[\w-]+:)?[\w.-]+:([A-Za-z0-9+/]{16,}={0,2})", &[1], None)
+            .needs(&["nsupdate"]),
+        secret("password_assignment", r#"\blftp\b[^\n]*?[ \t]-u[ \t]+[^,\s]+,(?:'([^'\n]+)'|"([^"\n]+)"|(\S+))"#, &[1, 2, 3], None).needs(&["lftp"]),
+        // itsdangerous signers, whose first argument is the app's secret key.
+        secret("api_key_assignment", r#"\b(?:URLSafeTimedSerializer|URLSafeSerializer|TimedSerializer|TimestampSigner|TimedJSONWebSignatureSerializer)\(\s*["']([^"'\n]{8,})["']"#, &[1], None)
+            .needs(&["serializer", "signer"]),
+        // A TOTP seed given as one: `Secret (TOTP, SHA1, 6 digits): JBSW…`.
+        secret("totp_secret", r"(?i:\b(?:totp|2fa|mfa|otp)\b[^\n]{0,40}?[:=][ \t]*)([A-Z2-7]{16,64})\b", &[1], None).needs(&["otp", "2fa", "mfa"]),
         // Recovery codes listed under their heading: `2FA recovery codes:` then lines of codes only.
         secret(
             "recovery_code",
-            r"(?i:\b(?:recovery|backup|2fa|mfa|emergency|one-time)[ \t]+codes?\b)[^\n]*\r?\n(?:[ \t]*(?:```[^\n]*)?\r?\n){0,2}([ \t>*-]*(?:[A-Za-z0-9]{4,5}-[A-Za-z0-9]{4,5}|[A-Za-z0-9]{8,12})(?:[ \t,]+(?:[A-Za-z0-9]{4,5}-[A-Za-z0-9]{4,5}|[A-Za-z0-9]{8,12}))*(?:[ \t]*\r?\n[ \t>*-]*(?:[A-Za-z0-9]{4,5}-[A-Za-z0-9]{4,5}|[A-Za-z0-9]{8,12})(?:[ \t,]+(?:[A-Za-z0-9]{4,5}-[A-Za-z0-9]{4,5}|[A-Za-z0-9]{8,12}))*)*)",
+            r"(?i:\b(?:recovery|backup|2fa|mfa|emergency|one-time)[ \t-]+codes?\b)[^\n]*\r?\n(?:[ \t]*(?:```[^\n]*)?\r?\n){0,2}([ \t>*-]*(?:[A-Za-z0-9]{4,5}-[A-Za-z0-9]{4,5}|[A-Za-z0-9]{8,12})(?:[ \t,]+(?:[A-Za-z0-9]{4,5}-[A-Za-z0-9]{4,5}|[A-Za-z0-9]{8,12}))*(?:[ \t]*\r?\n[ \t>*-]*(?:[A-Za-z0-9]{4,5}-[A-Za-z0-9]{4,5}|[A-Za-z0-9]{8,12})(?:[ \t,]+(?:[A-Za-z0-9]{4,5}-[A-Za-z0-9]{4,5}|[A-Za-z0-9]{8,12}))*)*)",
             &[1],
             Some(recovery_codes_valid),
         )
@@ -1469,7 +1505,13 @@ fn apply(rule: &SecretRule, text: &str, kinds: &mut Vec<&'static str>) -> Option
             next_placeholder += 1;
         }
         let overlaps = placeholders.get(next_placeholder).is_some_and(|p| p.start < m.end());
-        if m.start() < last || m.is_empty() || overlaps {
+        // A key read inside an earlier placeholder's name (`[REDACTED:high_entropy_token]: x` names no token): a
+        // second pass would redact what the first kept. A placeholder as a URL's user is fine.
+        let key_in_placeholder = (1..caps.len())
+            .filter(|g| !rule.groups.contains(g))
+            .filter_map(|g| caps.get(g))
+            .any(|k| placeholders.iter().any(|p| p.start < k.start() && k.end() < p.end));
+        if m.start() < last || m.is_empty() || overlaps || key_in_placeholder {
             continue;
         }
         if is_mask(m.as_str())
@@ -1875,6 +1917,12 @@ fn cjk_password_valid(caps: &Captures, _text: &str) -> bool {
     !is_placeholder(v) && v.chars().count() >= 4 && !v.contains(char::is_whitespace)
 }
 
+/// A value taken as a whole (its rule's only group): at least 4 characters, not a placeholder or a path.
+fn literal_valid_1(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    !is_placeholder(v) && !is_path(v) && v.len() >= 4
+}
+
 /// pgbouncer's userlist: a plain password (md5 and SCRAM hashes are not passwords).
 fn userlist_valid(caps: &Captures, text: &str) -> bool {
     let v = group(caps, &[1]);
@@ -1939,6 +1987,10 @@ fn pair_valid(caps: &Captures, text: &str) -> bool {
     let (Some(user), Some(pw)) = (caps.get(1), caps.get(2)) else { return false };
     let v = pw.as_str().trim_end_matches(['.', ',', ';', ')']);
     let u = user.as_str();
+    // `user@example.com / Passwort: ********`: the next label, not a password.
+    if v.ends_with(':') {
+        return false;
+    }
     if u.chars().all(|c| c.is_ascii_digit()) || u.contains("://") || !password_like(v) {
         return false;
     }
@@ -2032,7 +2084,7 @@ fn prose_token_valid(caps: &Captures, text: &str) -> bool {
             .expect("secret words")
     });
     static NOT_SECRET_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace|trace[\s_-]?id|change-id|changeid|device[\s_-]?token|registration[\s_-]?token|push[\s_-]?token|apns|fcm|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2)\b")
+        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace|trace[\s_-]?id|change-id|changeid|device[\s_-]?token|registration[\s_-]?token|push[\s_-]?token|apns|fcm|sitekey|site[\s_-]?key|kid|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2)\b")
             .expect("non-secret context")
     });
     let Some(m) = caps.get(1) else { return false };
@@ -2094,8 +2146,20 @@ fn credential_shaped(v: &str) -> bool {
         Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^(?:AC|MG|PN|SM|MM|CA|RE|IS|WS|HS|CF|QU|FW|MS|VA|SK)[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$|^\d+\*[A-Za-z_][\w.]*$|^[A-Za-z]+(?:;[A-Za-z]+)+$|^[VDIWEF]/[\w.$-]+$|[/=:]\$$")
             .expect("not a token")
     });
+    // `TLSConnect=psk`: a setting and its word; `2024_03_05_101600_drop_secret_santa`: a migration's name;
+    // `UGFzc3dvcmQ6`: SMTP AUTH LOGIN's base64 "Password:" prompt in a mail log.
+    let setting_word = v
+        .split_once('=')
+        .is_some_and(|(_, w)| !w.is_empty() && w.len() <= 12 && w.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+    let named_with_numbers = v.split('_').filter(|p| p.chars().all(|c| c.is_ascii_lowercase())).count() >= 2
+        && v.split('_').all(|p| {
+            !p.is_empty() && (p.chars().all(|c| c.is_ascii_digit()) || p.chars().all(|c| c.is_ascii_lowercase()))
+        });
     if v.contains("://")
         || v.contains('@') && v.contains('.')
+        || setting_word
+        || named_with_numbers
+        || ["UGFzc3dvcmQ6", "VXNlcm5hbWU6"].contains(&v)
         || NOT_TOKEN.is_match(v)
         || wordy_segments(v)
         || v.contains('=') && v.contains(['&', ';'])
@@ -2145,6 +2209,7 @@ fn is_password_name(key: &str) -> bool {
 /// random (or be long phrases).
 fn value_for_name(key: &str, v: &str) -> bool {
     if is_placeholder(v)
+        || password_hash(v)
         || unsigned_jwt(v)
         || is_code_reference(v)
         || env_var_name(v)
@@ -2725,7 +2790,7 @@ fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting|domain|realm)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting|domain|realm|interface|signature|encryption)$")
         .expect("non-secret keys")
 });
 
@@ -2741,6 +2806,7 @@ fn not_an_assignment(caps: &Captures, text: &str) -> bool {
         || caps.get(5).is_some()
             && (parenthesised_words(value) || value.strip_prefix('!').is_some_and(is_code_reference))
         || localized_ui_text(value)
+        || password_hash(value)
         || push_token(text, key.start())
 }
 
@@ -2750,6 +2816,16 @@ fn parenthesised_words(v: &str) -> bool {
     v.strip_prefix('(').is_some_and(|rest| {
         !rest.contains(')') || rest.trim_end_matches([')', '.', ',', ';']).chars().all(char::is_alphabetic)
     })
+}
+
+/// A stored password hash (bcrypt, crypt(3), PBKDF2, Argon2, scrypt, LDAP `{SSHA}`): not reversible, not a secret
+/// to redact.
+fn password_hash(v: &str) -> bool {
+    static HASH: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:\$(?:2[abxy]?|1|5|6|apr1|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1|md5)\$[^\s]{8,}|(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$[^\s]{8,}|\{(?:SSHA|SHA|SSHA256|SSHA512|SHA256|SHA512|BLF-CRYPT|SHA512-CRYPT|SHA256-CRYPT|ARGON2ID)\}\S{8,})$")
+            .expect("password hash")
+    });
+    HASH.is_match(v)
 }
 
 /// A user-interface string under a password key (`"password": "Passwort"`, `"forgotPassword": "Mot de passe
@@ -2864,10 +2940,14 @@ fn env_style(caps: &Captures, text: &str) -> bool {
 }
 
 /// Tokens their vendors issue to be shipped in public clients: Mapbox `pk.` tokens, Stripe publishable keys,
-/// RevenueCat's public SDK keys, and Supabase's `anon` key (a JWT whose role is `anon`; access is enforced by
-/// row-level security).
+/// RevenueCat's public SDK keys, Adyen client keys, and Supabase's `anon` key (a JWT whose role is `anon`; access
+/// is enforced by row-level security).
 fn public_by_design(v: &str) -> bool {
-    ["pk.eyJ", "pk_live_", "pk_test_", "appl_", "goog_"].iter().any(|p| v.starts_with(p)) || anon_jwt(v)
+    static ADYEN_CLIENT_KEY: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(?:live|test)_[A-Z0-9]{32}$").expect("adyen client key"));
+    ["pk.eyJ", "pk_live_", "pk_test_", "appl_", "goog_"].iter().any(|p| v.starts_with(p))
+        || anon_jwt(v)
+        || ADYEN_CLIENT_KEY.is_match(v)
 }
 
 fn anon_jwt(v: &str) -> bool {
@@ -2908,7 +2988,7 @@ fn is_code_reference(v: &str) -> bool {
 /// (`changeme-prod-ES-77!`) is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?:password|passwd|secret|changeit)\d{1,4}!?|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
@@ -3383,6 +3463,63 @@ mod tests {
         ] {
             assert_kept(text);
         }
+    }
+
+    #[test]
+    fn web_and_network_operations_forms() {
+        for (text, v) in [
+            ("consumerKey: \"ck_93e8b88d7da6a05a73df5a8710b6d385e084c923\",", "ck_93e8b88d"),
+            ("$mollie->setApiKey(\"live_MlSdPR20PQ20vqjU6YPQFlYGLQ8l1J\");", "live_MlSdPR2"),
+            ("enable password 7 04898AF9B1DC3AE730", "04898AF9B1DC3AE730"),
+            ("snmp-server community hb-ro-a7vsevz9 RO 10", "hb-ro-a7vsevz9"),
+            ("crypto isakmp key Filiale-Bremen#2021 address 198.51.100.34", "Filiale-Bremen#2021"),
+            ("set system radius-server 10.0.0.21 secret \"$9$3.s-PGRnh7HFPKlD7/3DGTNHilRVBD\"", "$9$3.s-PGRnh"),
+            ("    user deploy insecure-password haproxy-nedrg121k9", "haproxy-nedrg121k9"),
+            ("createUser nmsuser SHA-256 \"auth-xgz2kk7S623y\" AES \"priv-tyqpCRVLNdr9\"", "auth-xgz2kk7S623y"),
+            ("createUser nmsuser SHA-256 \"auth-xgz2kk7S623y\" AES \"priv-tyqpCRVLNdr9\"", "priv-tyqpCRVLNdr9"),
+            ("check_snmp -H 10.0.1.1 -C hb-mon-2ypuwc -P 2c -o IF-MIB::ifOperStatus.3", "hb-mon-2ypuwc"),
+            ("    acme_dns cloudflare Gp0qDu0zG8A1imlr0r3o6p789XA92JUk5UVnf2Ue", "Gp0qDu0zG8A1"),
+            ("$USER3$=nagios_bqjJ9UEU2S", "nagios_bqjJ9UEU2S"),
+            ("    allow admin:\"m0nit-rw2of2rw\"", "m0nit-rw2of2rw"),
+            ("bindpw bXqEC70PZfcrXM6e4g", "bXqEC70PZfcrXM6e4g"),
+            ("info@weingut.de:{PLAIN}Urlaub2023!::::::", "Urlaub2023!"),
+            ("<Pass encoding=\"base64\">QWdlbnR1ciFVcGxvYWQ3</Pass>", "QWdlbnR1ciFVcGxvYWQ3"),
+            (
+                "nsupdate -y hmac-sha512:upd.example.de:nI+yL/2vhUwMvu8Za2bXEV3YVFZzpPpo62ElHiS7Qv3K4mVt== <<EOF",
+                "nI+yL/2vhU",
+            ),
+            ("lftp -u kunde42,'Ftp$Kunde42' -e 'mirror -R' ftp://ftp.example.de", "Ftp$Kunde42"),
+            ("s = URLSafeTimedSerializer(\"0OtlfqqqwsGvLSQBKkCEAu\", salt=\"newsletter\")", "0OtlfqqqwsGvLSQBKkCEAu"),
+            ("Secret (TOTP, SHA1, 6 digits, 30s): 6YLA5VTSAWS5ZD2TIKUMM34GAC6SCOCU", "6YLA5VTSAWS5ZD2T"),
+            (
+                "aws://AKIASO6AYV3J3FWQVRFA:9jynURQzOF1%2BjG5kGzyl1OjfX08UA6yAJ0TE5Fp8@/?region_name=eu-west-1",
+                "9jynURQz",
+            ),
+        ] {
+            assert_gone(text, v);
+        }
+        for text in [
+            "        Symfony\\Component\\Security\\Core\\User\\PasswordAuthenticatedUserInterface: 'auto'",
+            "DATABASE_URL=\"postgresql://app:!ChangeMe!@127.0.0.1:5432/app\"",
+            "            $secretKey: '%app.payment.stripe_secret%'",
+            "\treq.SetBasicAuth(\"prometheus\", \"not-the-right-password\")",
+            "    password { \"password123\" }",
+            "      \"password\": \"pbkdf2_sha256$720000$Zm9vYmFyYmF6cXV4$3kT9vQ8mW2xL1nR5pY7sJ4hB6cF0dA9eG2iK8oU3zM=\",",
+            "  clientKey: 'live_UN4SVZNBH7BCULHDZRSXGAKA5SCP8ULK',",
+            "  <div class=\"g-recaptcha\" data-sitekey=\"6La9FMMzM5dbiqiDYUXXe1F4DGt_E-CQkIndDikZ\"></div>",
+            "Stripe-Signature: t=1709647200,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd",
+            "const payments = window.Square.payments('sq0idp-B5JJnAJwC1l17fA64k2io8', 'LFU6Q5CIZZ05H');",
+            "TLSConnect=psk\nTLSPSKFile=/etc/zabbix/web-07.psk",
+            "password_encryption = scram-sha-256",
+            "warning: unknown[198.51.100.200]: SASL LOGIN authentication failed: UGFzc3dvcmQ6",
+            "Benutzer: info@example.de / Passwort: ******** (telefonisch)",
+            "migrations: 2 applied (2024_03_05_101500_add_password_reset_token_ttl, 2024_03_05_101600_drop_secret_santa)",
+        ] {
+            assert_kept(text);
+        }
+        // A placeholder's name is not a key: redacting twice changes nothing.
+        let once = redact("|Guidewire PolicyCenter SU|pc-su-sit2|Vault: secret/gw/sit2/pc-su|\n|a|b|").text;
+        assert_eq!(redact(&once).text, once);
     }
 
     #[test]
