@@ -17,15 +17,20 @@
 //!   spreadsheets and mail (tune; first measured as a held-out author, after the rules were tuned on L: 0.836
 //!   redaction and 10.8% false redaction);
 //! - `Q`: `data/guard/secrets/Q.jsonl`, web frameworks and CMSs, payments and SaaS integrations, web servers,
-//!   networking and mail ops, tickets (held out: written after the rules were tuned on P, never read).
+//!   networking and mail ops, tickets (tune; first measured as a held-out author, after the rules were tuned on P:
+//!   0.783 redaction and 9.6% false redaction);
+//! - `T`: `data/guard/secrets/T.jsonl`, enterprise IT: Salesforce, SAP, Oracle, SQL Server, mainframe, Windows and
+//!   identity administration, virtualisation, BI, Java EE and .NET configs (held out: written after the rules were
+//!   tuned on Q; one of its rows was read, to fix a redaction that was not idempotent).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
 //! printed; only the held-out authors are asserted, each against its floors in [`HELD_OUT`]. E's are issue 18's
-//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). Q's are regression floors
-//! far from them: the rules reach 0.783 at 0.096 on Q, an author of other kinds of code, which says how far E's
-//! figure carries to code nobody tuned for (L and P measured 0.913 at 0.060 and 0.836 at 0.108 the same way). Raise a floor as redaction improves on authors it was not tuned on;
+//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). T's are regression floors
+//! far from them: the rules reach 0.732 at 0.109 on T, an author of other kinds of code, which says how far E's
+//! figure carries to code nobody tuned for (L, P and Q measured 0.913 at 0.060, 0.836 at 0.108 and 0.783 at 0.096
+//! the same way, each before the rules were fitted to it). Raise a floor as redaction improves on authors it was not tuned on;
 //! never lower one to pass. A held-out author's misses are never printed, only its rates, so rules cannot be
 //! tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
@@ -45,8 +50,8 @@ use serde_json::Value;
 
 /// The authors whose rows no rule was tuned on, each with its floors: (author, least redaction, most false
 /// redaction).
-const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("Q", 0.77, 0.10)];
-const AUTHORS: [(&str, &str); 9] = [
+const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("T", 0.72, 0.12)];
+const AUTHORS: [(&str, &str); 10] = [
     ("project", "secrets.jsonl"),
     ("D", "secrets/D.jsonl"),
     ("E", "secrets/E.jsonl"),
@@ -56,6 +61,7 @@ const AUTHORS: [(&str, &str); 9] = [
     ("L", "secrets/L.jsonl"),
     ("P", "secrets/P.jsonl"),
     ("Q", "secrets/Q.jsonl"),
+    ("T", "secrets/T.jsonl"),
 ];
 
 struct Row {
