@@ -1,6 +1,6 @@
 //! Prompt-injection screening measured per author: the project's own corpus (`project`, the rules were tuned on
-//! it), two independent tune authors (`A`, `B`), the held-out test author `C` and six more held-out authors
-//! (`G`, `H`, `I`, `M`, `N`, `R`, written later, each in its own style), plus the benign sample notes. See `tests/common/corpus.rs`
+//! it), two independent tune authors (`A`, `B`), the held-out test author `C` and seven more held-out authors
+//! (`G`, `H`, `I`, `M`, `N`, `R`, `S`, written later, each in its own style), plus the benign sample notes. See `tests/common/corpus.rs`
 //! for the files and splits.
 //!
 //!     cargo test -p feedback_core --test injection_corpus -- --nocapture
@@ -14,10 +14,12 @@
 //!
 //! The floors guard against regressions and sit below issue 18's target of 0.90 at 0.02: the shipped screen
 //! reaches 0.814 on C, and on the authors it never saw 0.747 (G), 0.935 (H), 0.561 (I), 0.741 (M), 0.853 (N) and
-//! 0.947 (R), with 2-3% false positives on G's, H's and M's benign lessons and 9% on R's (long-form) ones. No variant tried generalises further to an unseen
+//! 0.947 (R) and 0.940 (S), with 2-3% false positives on G's, H's and M's benign lessons and 9% and 19% on R's and
+//! S's long-form ones: long legitimate notes look like attacks to the learned detector. No variant tried generalises further to an unseen
 //! author (a classifier on the embedding model's vectors got 0.12-0.51 held out; refitting the n-gram detector with
 //! G, H and I as tune authors raised its out-of-fold threshold to 0.65-0.72 and dropped C to 0.724; word-only,
-//! word-trigram and per-sentence multiple-instance variants scored no better out of fold). Raise a floor as the
+//! word-trigram and per-sentence multiple-instance variants scored no better out of fold; fitting on M and N, or on
+//! S's long notes, raised the out-of-fold threshold to 0.57 and 0.71 and lost detection on C, G and I). Raise a floor as the
 //! screen improves; never lower one to pass.
 //!
 //! Misses and false positives are listed for the tune authors only (`FB_GUARD_SHOW_MISSES=1`); for the held-out
@@ -41,9 +43,10 @@ use rate::Rate;
 /// author's benign rows and every sample note). C's are the 0.6.0 gate; G, H and I were measured on the shipped
 /// screen the day they were written (0.747 at 0.031, 0.935 at 0.032, 0.561 at 0.005) and their floors sit just
 /// below that; likewise M (a quiet insider: 0.741 at 0.022), N (a red-team toolkit, a third of it in other
-/// languages: 0.853 at 0.016) and R (long-form notes with code: 0.947 at 0.089, the learned detector flagging 16%
-/// of R's long benign lessons), written for 0.11.0. All are below issue 18's target (0.90 at 0.02): they catch a regression, not success.
-const FLOORS: [(&str, f64, f64); 7] = [
+/// languages: 0.853 at 0.016), R (long-form notes with code: 0.947 at 0.089, the learned detector flagging 16%
+/// of R's long benign lessons) and S (longer still, payloads in one sentence of an excellent note: 0.940 at 0.190,
+/// 34% of its long benign lessons flagged), written for 0.11.0. All are below issue 18's target (0.90 at 0.02): they catch a regression, not success.
+const FLOORS: [(&str, f64, f64); 8] = [
     ("C", 0.80, 0.02),
     ("G", 0.72, 0.04),
     ("H", 0.91, 0.04),
@@ -51,6 +54,7 @@ const FLOORS: [(&str, f64, f64); 7] = [
     ("M", 0.72, 0.03),
     ("N", 0.83, 0.02),
     ("R", 0.93, 0.10),
+    ("S", 0.92, 0.20),
 ];
 
 /// What each detector said about a row.
