@@ -1104,7 +1104,7 @@ fn build_rules() -> Vec<Rule> {
     ));
     v.push(rule(
         "addressed_to_model",
-        &["assistant", " ai", "model", "llm", "bot", "agent", "copilot", "gpt", "claude"],
+        &["assistant", " ai", "model", "llm", "bot", "agent", "copilot", "gpt", "claude", "automated"],
         STEERING,
         High,
         r#"\b(?:note|message|instructions?|reminder|directive|request|memo)s?\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant|model|llm|(?:code\s+)?review(?:er)?\s+bot|bot|copilot|agent|ai\s+reviewer|automated\s+reviewer)\s*[:,-]|\b(?:dear|hey|hi|hello|attention|attn)\s*,?\s+(?:ai|assistant|model|llm|bot|agent|copilot|chatgpt|claude|gpt)\b|^\s*(?:for|to)\s+the\s+(?:ai|assistant|model|llm|bot|agent)\s*:"#,
