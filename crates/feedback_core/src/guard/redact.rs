@@ -1266,7 +1266,8 @@ fn redact_bound_values(text: &str, kinds: &mut Vec<&'static str>) -> Option<Stri
     };
     let mut spans = test_cases::secret_spans(text, judge);
     // A table cell under a password column is a password only if it looks like one: not `Supported`, not a date.
-    spans.extend(tables::secret_spans(text, |name, v| {
+    let secret_name = |n: &str| strict_password_name(n) || key_name(n);
+    spans.extend(tables::secret_spans(text, secret_name, |name, v| {
         let word = v.chars().all(char::is_alphabetic);
         if word || looks_like_version_or_date(v) {
             None
@@ -2944,7 +2945,6 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
         || env_var_name(value)
         || names_a_reference(key)
         || unsigned_jwt(value)
-        || public_by_design(value)
         // `"sha256=5a97…"`: a digest (an expected webhook signature), which its algorithm's name leads.
         || ["sha1=", "sha256=", "sha512=", "md5="].iter().any(|p| value.to_ascii_lowercase().starts_with(p))
         || value.contains("://")
