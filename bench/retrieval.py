@@ -52,7 +52,8 @@ def code_latency(port, db, qs, mode=None):
         c.execute("SELECT fb_embed_query('warm-up')")
         lat, rows, texts = [], 0, []
         for q, t in qs:
-            texts.append(1 + c.execute("SELECT cardinality(_fb_segments(%s))", (q,)).fetchone()[0])
+            texts.append(1 + c.execute("SELECT cardinality(_fb_segments(%s, _fb_decision(_fb_active_model())))",
+                                       (q,)).fetchone()[0])
             t0 = time.perf_counter()
             rows += len(c.execute("SELECT id FROM fb_retrieve(%s, %s)", (q, t)).fetchall())
             lat.append((time.perf_counter() - t0) * 1000)
@@ -61,12 +62,13 @@ def code_latency(port, db, qs, mode=None):
 
 
 def segment_cost(port, qs):
-    """Milliseconds one more embedded text costs: fb_embed_batch of an input with its segments against the input
-    alone (distinct texts, so no cache hit), per extra text."""
+    """Milliseconds one more embedded text costs: fb_embed_batch of an input with the segments of a decision fitted
+    with fb_calibrate(code_segments => 8) against the input alone (distinct texts, so no cache hit), per extra
+    text."""
     with connect(port, "feedback_bench_10k") as c:
         per = []
         for i, (q, _) in enumerate(qs):
-            segs = c.execute("SELECT _fb_segments(%s)", (q,)).fetchone()[0]
+            segs = c.execute("""SELECT _fb_segments(%s, '{"max_segments": 8}')""", (q,)).fetchone()[0]
             if not segs:
                 continue
             t0 = time.perf_counter()
@@ -162,7 +164,8 @@ def run(port, n_queries=40, log=print):
             rows.append((f"fb_retrieve at {label} notes, code inputs (held-out authors, {lines:.0f} lines and "
                          f"{texts:.1f} texts embedded on average), defaults{how}",
                          f"p50 {p50:.0f} ms, p95 {p95:.0f} ms ({avg_rows:.1f} rows/input)"))
-    rows.append(("code inputs: one more segment embedded", f"{segment_cost(port, cqs):.1f} ms"))
+    rows.append(("code inputs: one more segment embedded (a decision fitted with code_segments => 8)",
+                 f"{segment_cost(port, cqs):.1f} ms"))
     ms20, ms1 = rerank_cost(port, qs)
     rows.append(("cross-encoder cost: 20 candidates in one run", f"p50 {ms20:.0f} ms = {ms20 / 20:.1f} ms per candidate "
                                                                  f"(1 candidate alone: {ms1:.1f} ms)"))

@@ -221,7 +221,7 @@ COMMENT ON FUNCTION fb_eval(integer, boolean, text, text) IS
 
 CREATE FUNCTION fb_calibrate(split text DEFAULT 'tune', lambda real DEFAULT 0.5, per_task_type boolean DEFAULT true,
                              min_questions integer DEFAULT 50, tolerance real DEFAULT 0,
-                             apply boolean DEFAULT true)
+                             apply boolean DEFAULT true, code_segments integer DEFAULT 0)
     RETURNS TABLE (task_type text, questions integer, rerank boolean, rerank_floor real, relative_cut real,
                    max_notes integer, cosine_floor real, cosine_relative_cut real, cosine_max_notes integer,
                    recall_at_3 real, "precision" real, no_answer_correct real, utility real)
@@ -236,6 +236,7 @@ DECLARE
     data jsonb;
     code_data jsonb;
     decision jsonb;
+    segmenting jsonb := jsonb_build_object('max_segments', code_segments);
     result jsonb;
     sel jsonb;
 BEGIN
@@ -250,6 +251,12 @@ BEGIN
                   HINT = 'lambda: cost of one irrelevant note injected, in found lessons (e.g. 0.5); tolerance: '
                          'utility a cheaper rerank may lose (0); min_questions: questions a task_type needs for '
                          'settings of its own (50).';
+    END IF;
+    IF code_segments IS NULL OR code_segments NOT BETWEEN 0 AND 32 THEN
+        RAISE EXCEPTION 'code_segments must be between 0 and 32, not %', code_segments
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'code_segments: windows of lines embedded beside each code input (0, the default: the '
+                         'whole input alone).';
     END IF;
     IF cross_encoder = '' THEN
         RAISE EXCEPTION 'no cross-encoder is configured'
@@ -298,7 +305,7 @@ BEGIN
                                                                    segment, doc, context, n)), '[]')))
       INTO code_data
       FROM _fb_golden_questions(fb_calibrate.split) g
-     CROSS JOIN LATERAL (SELECT _fb_segments(g.query) AS segs) s
+     CROSS JOIN LATERAL (SELECT _fb_segments(g.query, segmenting) AS segs) s
      CROSS JOIN LATERAL (SELECT s.segs, fb_embed_batch(ARRAY[g.query] || s.segs, true, key) AS vectors) v
       LEFT JOIN _fb_golden_grades(fb_calibrate.split) gr ON gr.golden_id = g.id
      WHERE _fb_input_kind(g.query) = 'code';
@@ -308,7 +315,8 @@ BEGIN
                   HINT = 'Insert golden questions (split tune) and grade their notes before calibrating.';
     END IF;
     IF code_data IS NOT NULL THEN
-        decision := _fb_fit_decision(code_data, max_notes => 5, embedding_model => key);
+        -- fb_retrieve embeds a code input as the decision was fitted: whole, and in as many segments.
+        decision := _fb_fit_decision(code_data, max_notes => 5, embedding_model => key) || segmenting;
     END IF;
 
     result := CASE WHEN data IS NOT NULL
@@ -371,7 +379,7 @@ BEGIN
      ORDER BY x.grp <> '*', x.grp = '(code)', x.grp;
 END $$;
 
-COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean) IS
+COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean, integer) IS
     'Chooses fb_retrieve''s settings on the golden questions of a split (default tune): scores every question''s '
     '20 first-stage candidates with the cross-encoder once, then for cross-encoder and cosine ranking picks the '
     'floor, relative cut and most notes that maximise (lessons found - lambda x irrelevant notes injected) / '
@@ -383,7 +391,8 @@ COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean) IS
     'per row (of the scorer the row uses). Prose questions choose these; code inputs (_fb_input_kind) fit the '
     'learned decision instead (_fb_fit_decision: logistic regression over each candidate''s features, the '
     'threshold that maximises the worst of applicable notes injected, injected notes that apply and clean inputs '
-    'left empty, at most 5 notes), stored on the ''*'' row (decision) and reported as row ''(code)'' (recall_at_3: '
+    'left empty, at most 5 notes; each input embedded whole and, with code_segments > 0, in that many windows of '
+    'lines too, which fb_retrieve then embeds as well), stored on the ''*'' row (decision) and reported as row ''(code)'' (recall_at_3: '
     'applicable notes injected; precision: injected notes that apply; no_answer_correct: clean inputs left empty). '
     'Report on the other split with fb_eval(split => ''test'').';
 CREATE FUNCTION fb_eval_ann(sample integer DEFAULT 100, k integer DEFAULT 20, p_task_type text DEFAULT NULL)

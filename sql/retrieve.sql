@@ -190,12 +190,12 @@ BEGIN
     -- settings defined before they are read. Only notes embedded by the same model are compared with it.
     key := _fb_resolve_model(model);
     -- A code input (snippet, diff, config file) is read by the learned decision, when there is one for this model:
-    -- its segments are embedded with it, in the same call.
+    -- the segments it was fitted with, if any, are embedded with the input, in the same call.
     IF _fb_input_kind(query) = 'code' THEN
         decision := _fb_decision(key);
     END IF;
     IF decision IS NOT NULL THEN
-        segs := _fb_segments(query);
+        segs := _fb_segments(query, decision);
     END IF;
     vectors := fb_embed_batch(ARRAY[query] || segs, true, key);
     q := vectors[1];
@@ -281,8 +281,9 @@ END $$;
 COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean, text) IS
     'The notes that apply to a question or to code under review, best first, or none. A code input (a snippet, a '
     'diff, a config file: _fb_input_kind) is read by the learned decision (_fb_decision: fb_calibrate''s, else the '
-    'shipped one): embedded whole and in segments (a diff''s post-image, windows of lines) in one call, each '
-    'candidate scored by the probability that it applies (cosines of the input and its best segment, words of the '
+    'shipped one): embedded whole, and in the segments the decision was fitted with if any (a diff''s post-image, '
+    'windows of lines), in one call, each candidate scored by the probability that it applies (cosines of the '
+    'input and of its best segment, words of the '
     'note and of its context in the code, rank and gaps; scored_by ''decision'', rerank_score the probability), every note at or above '
     'the decision''s threshold (threshold_context for a note with a context) returned, at most its max_notes. A question: embeds the query (cached per backend), takes the '
     'candidate_k nearest active notes of the task_type (fused with full-text matches when pg_feedback.hybrid is '

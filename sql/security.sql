@@ -100,7 +100,7 @@ GRANT EXECUTE ON FUNCTION
     fb_approve(bigint, text), fb_reject(bigint, text), fb_deprecate(bigint, text), fb_restore(bigint, text),
     fb_deprecate_stale(interval, text), fb_purge(bigint, text), fb_purge_merged(text, text),
     fb_eval(integer, boolean, text, text), fb_eval_ann(integer, integer, text), _fb_reembed_running(integer, timestamptz),
-    fb_calibrate(text, real, boolean, integer, real, boolean), fb_judge(bigint, bigint, boolean),
+    fb_calibrate(text, real, boolean, integer, real, boolean, integer), fb_judge(bigint, bigint, boolean),
     _fb_golden_grades(text), _fb_golden_questions(text), _fb_question_metrics(bigint[], bigint[], smallint[], integer),
     _fb_calibrate_sweep(jsonb, double precision, integer, boolean, integer, double precision, integer),
     _fb_split_of(text),
@@ -115,6 +115,6 @@ GRANT EXECUTE ON FUNCTION
     _fb_first_stage(text, vector, text, integer, text), _fb_settings(text, text), _fb_retrieval_gucs(),
     _fb_settings_metadata(),
     _fb_my_tenants(), _fb_actor(), _fb_task_type(text), _fb_tenant_allowed(text),
-    _fb_input_kind(text), _fb_segments(text), _fb_code_candidates(text, vector[], text, integer, text),
+    _fb_input_kind(text), _fb_segments(text, jsonb), _fb_code_candidates(text, vector[], text, integer, text),
     _fb_fit_decision(jsonb, integer, text), _fb_decision(text), _fb_shipped_decision()
 TO feedback_reviewer;

@@ -2,7 +2,7 @@
 //! the install of a new library and `ALTER EXTENSION pg_feedback UPDATE`, and its old functions call these by
 //! symbol name. Newer versions replace them in SQL (`sql = false`: no SQL is generated for them), so they keep
 //! their old behaviour: 0.1.0's the model named by `pg_feedback.embedding_model` and text ids, 0.3.0's
-//! `_fb_rank`.
+//! `_fb_rank`, 0.7.0's `_fb_segments` (always the windows its decisions were fitted with).
 
 use feedback_core::model::TextRole;
 use feedback_core::note;
@@ -61,6 +61,12 @@ fn fb_models() -> TableIterator<
     TableIterator::new(rows.into_iter().map(|(name, kind, dims, pooling, prefix, max_tokens, _, _, source)| {
         (name, kind, dims, pooling, prefix, max_tokens, source)
     }))
+}
+
+/// 0.7.0-0.10.0's segments: a diff's post-image and up to 8 windows of lines, what their decisions read.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn _fb_segments(query: &str) -> Vec<String> {
+    crate::decide::segments_of(query, crate::decide::LEGACY_SEGMENTS as usize)
 }
 
 fn sigmoid(x: f32) -> f32 {

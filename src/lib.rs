@@ -78,7 +78,7 @@ extension_sql_file!(
         rerank::_fb_rerank_selective,
         prompt::_fb_build_prompt,
         decide::_fb_input_kind,
-        decide::_fb_segments,
+        decide::_fb_segments_for,
         decide::_fb_shipped_decision,
         decide::_fb_decide
     ]

@@ -29,9 +29,15 @@ mod tests {
         );
         let code = r#"SELECT _fb_input_kind(E'def get(id):\n    cur.execute("SELECT * FROM t WHERE id = " + id)\n    return 1')"#;
         assert_eq!(one::<String>(code), "code");
-        // A diff's post-image comes first, then windows of lines (none for a short input).
-        let diff = r#"SELECT _fb_segments(E'--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-old()\n+new()\n keep()')"#;
-        assert_eq!(one::<Vec<String>>(diff), vec!["new()\nkeep()".to_string()]);
+        // For a decision fitted with segments (before 0.11.0 every one was), a diff's post-image comes first, then
+        // windows of lines (none for a short input); the shipped decision reads the whole input alone.
+        let diff = r#"E'--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-old()\n+new()\n keep()'"#;
+        assert_eq!(one::<Vec<String>>(&format!("SELECT _fb_segments({diff}, '{{}}')")), vec!["new()\nkeep()".to_string()]);
+        let windows = "SELECT cardinality(_fb_segments(repeat(E'x = 1;\n', 30), '{\"max_segments\": 3}'))";
+        assert_eq!(one::<i32>(windows), 3);
+        assert!(one::<bool>(&format!(
+            "SELECT cardinality(_fb_segments({diff}, _fb_decision(_fb_active_model()))) = 0"
+        )));
         // The shipped decision is for the shipped model and reads the features this build computes.
         assert!(one::<bool>("SELECT _fb_decision(_fb_active_model()) ->> 'threshold' IS NOT NULL"));
         let p = one::<Vec<f32>>(
@@ -39,6 +45,11 @@ mod tests {
                                  ARRAY['', ''], ARRAY[0.8, 0.6]::real[], ARRAY[0.85, 0.6]::real[], 0, _fb_decision(_fb_active_model()))"#,
         );
         assert!(p.len() == 2 && p.iter().all(|x| (0.0..=1.0).contains(x)) && p[0] > p[1], "{p:?}");
+    }
+
+    #[pg_test(error = "max_segments must be a whole number from 0 to 32, not 99")]
+    fn a_decision_asking_for_too_many_segments_is_refused() {
+        Spi::run(r#"SELECT _fb_segments('x', '{"max_segments": 99}')"#).unwrap();
     }
 
     #[pg_test(error = "the decision was fitted on other features than this version computes")]

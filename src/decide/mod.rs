@@ -21,19 +21,47 @@ fn _fb_input_kind(query: &str) -> &'static str {
     kind(query).as_str()
 }
 
-/// What fb_retrieve embeds beside a code input: a diff's post-image (when it differs from the input), then
-/// windows of lines (none for a short input).
-#[pg_extern(immutable, strict, parallel_safe)]
+/// Windows of lines a decision was fitted with when it does not say (every decision before 0.11.0).
+pub(crate) const LEGACY_SEGMENTS: i64 = 8;
+
+/// Most windows of lines a decision may ask for.
+const MAX_SEGMENTS: i64 = 32;
+
+/// What fb_retrieve embeds beside a code input for a decision: nothing when the decision was fitted on the whole
+/// input alone (`max_segments` 0, the shipped one), else a diff's post-image (when it differs from the input),
+/// then up to `max_segments` windows of lines (none for a short input). Its own C symbol: 0.7.0-0.10.0's
+/// one-argument `_fb_segments` keeps `_fb_segments_wrapper` (src/compat.rs).
+#[pg_extern(immutable, strict, parallel_safe, name = "_fb_segments")]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
-fn _fb_segments(query: &str) -> Vec<String> {
+fn _fb_segments_for(query: &str, decision: JsonB) -> Vec<String> {
+    let max_segments = match decision.0.get("max_segments") {
+        None | Some(serde_json::Value::Null) => LEGACY_SEGMENTS,
+        Some(v) => match v.as_i64() {
+            Some(n) if (0..=MAX_SEGMENTS).contains(&n) => n,
+            _ => FbError::invalid_argument(
+                format!("max_segments must be a whole number from 0 to {MAX_SEGMENTS}, not {v}"),
+                "Refit the decision with fb_calibrate(code_segments => ...).",
+            )
+            .report(),
+        },
+    };
+    segments_of(query, max_segments as usize)
+}
+
+/// A diff's post-image (when it differs from the input), then up to `max_segments` windows of lines; nothing
+/// when `max_segments` is 0.
+pub(crate) fn segments_of(query: &str, max_segments: usize) -> Vec<String> {
     // Refused before any copy is made, as fb_embed_batch would refuse the input itself.
     crate::host::check_size("query", query);
+    if max_segments == 0 {
+        return Vec::new();
+    }
     let v = view(query);
     let mut out = Vec::new();
     if v != query && !v.trim().is_empty() {
         out.push(v);
     }
-    out.extend(segments(query, &Segmenting::default()));
+    out.extend(segments(query, &Segmenting { max_segments, ..Segmenting::default() }));
     out
 }
 

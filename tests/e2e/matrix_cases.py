@@ -252,7 +252,7 @@ FUNCTIONS = {
     "fb_calibrate": dict(
         role="reviewer", txn=True,
         args={"split": "'tune'", "lambda": "0.5", "per_task_type": "true", "min_questions": "50",
-              "tolerance": "0", "apply": "false"},
+              "tolerance": "0", "apply": "false", "code_segments": "0"},
         select="SELECT task_type FROM {call}",
         nulls={"split": Res("a '*' row over every golden question", lambda got, ctx: ("*",) in got),
                "lambda": Err("22023"),
@@ -260,7 +260,8 @@ FUNCTIONS = {
                "min_questions": Err("22023"),
                "tolerance": Err("22023"),
                "apply": (SameAs("SELECT task_type FROM fb_calibrate('tune', 0.5, true, 50, 0, false)",
-                                "the rows of apply => false"), "debatable: NULL apply = not applied")}),
+                                "the rows of apply => false"), "debatable: NULL apply = not applied"),
+               "code_segments": Err("22023")}),
     "fb_eval_ann": dict(role="reviewer", args={"sample": "10", "k": "5", "p_task_type": TTL},
                         select="SELECT task_type, queries FROM {call}",
                         nulls={"sample": (Err("22023"), "refused like a NULL k"), "k": Err("22023"),
@@ -485,7 +486,8 @@ for label, args in [("k_0", "0"), ("k_negative", "-1"), ("k_1001", "1001")]:
 add(case("eval_split_unknown", "limits", "SELECT count(*) FROM fb_eval(3, false, NULL, 'nope')", Err("22023"),
          role="reviewer", txn=True))
 for label, args in [("split_unknown", "split => 'nope'"), ("lambda_negative", "lambda => -1"),
-                    ("tolerance_negative", "tolerance => -1"), ("min_questions_negative", "min_questions => -1")]:
+                    ("tolerance_negative", "tolerance => -1"), ("min_questions_negative", "min_questions => -1"),
+                    ("code_segments_negative", "code_segments => -1"), ("code_segments_33", "code_segments => 33")]:
     add(case(f"calibrate_{label}", "limits", f"SELECT count(*) FROM fb_calibrate({args}, apply => false)",
             Err("22023"), role="reviewer", txn=True))
 add(case("eval_ann_sample_negative", "limits", "SELECT count(*) FROM fb_eval_ann(-1, 5)", Err("22023"),
