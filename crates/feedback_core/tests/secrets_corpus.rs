@@ -20,17 +20,21 @@
 //!   networking and mail ops, tickets (tune; first measured as a held-out author, after the rules were tuned on P:
 //!   0.783 redaction and 9.6% false redaction);
 //! - `T`: `data/guard/secrets/T.jsonl`, enterprise IT: Salesforce, SAP, Oracle, SQL Server, mainframe, Windows and
-//!   identity administration, virtualisation, BI, Java EE and .NET configs (held out: written after the rules were
-//!   tuned on Q; one of its rows was read, to fix a redaction that was not idempotent).
+//!   identity administration, virtualisation, BI, Java EE and .NET configs (tune; first measured as a held-out
+//!   author, after the rules were tuned on Q: 0.732 redaction and 10.9% false redaction);
+//! - `U`: `data/guard/secrets/U.jsonl`, machine learning and data pipelines, game development, embedded and IoT,
+//!   blockchain, HPC, observability and SRE (held out: written after the rules were tuned on T, by an author who
+//!   saw no rule and no other author's rows).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
 //! printed; only the held-out authors are asserted, each against its floors in [`HELD_OUT`]. E's are issue 18's
-//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). T's are regression floors
-//! far from them: the rules reach 0.732 at 0.109 on T, an author of other kinds of code, which says how far E's
-//! figure carries to code nobody tuned for (L, P and Q measured 0.913 at 0.060, 0.836 at 0.108 and 0.783 at 0.096
-//! the same way, each before the rules were fitted to it). Raise a floor as redaction improves on authors it was not tuned on;
+//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). U's are regression floors
+//! far from them: the rules reach 0.757 at 0.042 on U, an author of other kinds of code, which says how far E's
+//! figure carries to code nobody tuned for (L, P, Q and T measured 0.913 at 0.060, 0.836 at 0.108, 0.783 at 0.096
+//! and 0.732 at 0.109 the same way, each before the rules were fitted to it; the fixes T's false redactions led to
+//! moved U by nothing). Raise a floor as redaction improves on authors it was not tuned on;
 //! never lower one to pass. A held-out author's misses are never printed, only its rates, so rules cannot be
 //! tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
@@ -50,8 +54,8 @@ use serde_json::Value;
 
 /// The authors whose rows no rule was tuned on, each with its floors: (author, least redaction, most false
 /// redaction).
-const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("T", 0.72, 0.12)];
-const AUTHORS: [(&str, &str); 10] = [
+const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("U", 0.74, 0.05)];
+const AUTHORS: [(&str, &str); 11] = [
     ("project", "secrets.jsonl"),
     ("D", "secrets/D.jsonl"),
     ("E", "secrets/E.jsonl"),
@@ -62,6 +66,7 @@ const AUTHORS: [(&str, &str); 10] = [
     ("P", "secrets/P.jsonl"),
     ("Q", "secrets/Q.jsonl"),
     ("T", "secrets/T.jsonl"),
+    ("U", "secrets/U.jsonl"),
 ];
 
 struct Row {

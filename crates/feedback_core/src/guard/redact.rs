@@ -1672,9 +1672,17 @@ fn xml_api_key_valid(caps: &Captures, _text: &str) -> bool {
 
 /// A password named in prose must look like one: quoted, or with a digit, a symbol or inner capitals; not a
 /// plain word, a path, a URL or a reference.
-fn prose_password_valid(caps: &Captures, _text: &str) -> bool {
+fn prose_password_valid(caps: &Captures, text: &str) -> bool {
     let quoted = caps.len() > 7 && (1..=6).any(|g| caps.get(g).is_some());
     let v = group(caps, &[1, 2, 3, 4, 5, 6, 7]);
+    // `Password Complexity: retry=3`: the words between "password" and the value name a setting.
+    let named = match (caps.get(0), (1..=7).find_map(|g| caps.get(g))) {
+        (Some(all), Some(value)) => &all.as_str()[..value.start() - all.start()],
+        _ => "",
+    };
+    if password_setting(named, v.trim_end_matches(['.', ',', ';', ':', ')'])) || hashed_after(caps, text) {
+        return false;
+    }
     let v = v.trim_end_matches(['.', ',', ';', ':', ')']);
     if v.chars().count() < 4
         || is_placeholder(v)
@@ -2081,6 +2089,35 @@ fn encoded_secret_valid(caps: &Captures, _text: &str) -> bool {
 }
 
 /// Mostly words between separators: `meta-llama/Llama-3.1-8B`, `ORG_GRADLE_PROJECT_signingPassword`,
+/// Names joined by separators, each a word, an identifier, an acronym or a short number: `gMSA/CyberArk`,
+/// `NB-CyberArk`, `SqlAzureDacpacDeployment@1`, a wiki table row `App|gw-pc-sit2.corp.local|su|vault`.
+fn joined_names(v: &str) -> bool {
+    // `@` only before a version (`Task@1`, `action@v4`): `T@bRefresh-21` is a password.
+    let (v, versioned) = match v.rsplit_once('@') {
+        None => (v, false),
+        Some((name, version)) => {
+            let digits = version.strip_prefix('v').unwrap_or(version);
+            if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return false;
+            }
+            (name, true)
+        }
+    };
+    let segments: Vec<&str> = v.split(['-', '_', '.', '/', '\\', ':', '|']).filter(|s| !s.is_empty()).collect();
+    let word = |s: &str| camel_identifier(s) || s.chars().all(|c| c.is_ascii_alphabetic()) && identifier_like(s);
+    let name = |s: &&str| {
+        word(s)
+            || s.len() <= 5 && s.chars().all(|c| c.is_ascii_alphabetic())
+            || s.len() <= 4
+                && s.chars().all(|c| c.is_ascii_alphanumeric())
+                && s.chars().filter(|c| c.is_ascii_digit()).count() == 1
+            || s.len() <= 3 && s.chars().all(|c| c.is_ascii_digit())
+    };
+    (segments.len() >= 2 || versioned && !segments.is_empty())
+        && segments.iter().any(|s| s.len() >= 4 && word(s))
+        && segments.iter().all(name)
+}
+
 /// `aws-actions/configure-aws-credentials@v4`, `node-cache-Linux-x64-npm-<hash>`.
 fn wordy_segments(v: &str) -> bool {
     let segments: Vec<&str> = v.split(['-', '_', '.', '/', ':', '@']).filter(|s| !s.is_empty()).collect();
@@ -2119,7 +2156,7 @@ fn prose_token_valid(caps: &Captures, text: &str) -> bool {
             .expect("secret words")
     });
     static NOT_SECRET_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace|trace[\s_-]?id|change-id|changeid|device[\s_-]?token|registration[\s_-]?token|push[\s_-]?token|apns|fcm|sitekey|site[\s_-]?key|kid|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2)\b")
+        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace|trace[\s_-]?id|change-id|changeid|device[\s_-]?token|registration[\s_-]?token|push[\s_-]?token|apns|fcm|sitekey|site[\s_-]?key|kid|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2|thumbprint)\b")
             .expect("non-secret context")
     });
     let Some(m) = caps.get(1) else { return false };
@@ -2129,6 +2166,11 @@ fn prose_token_valid(caps: &Captures, text: &str) -> bool {
     }
     let lead = &text[floor_char(text, m.start().saturating_sub(4))..m.start()];
     if lead.eq_ignore_ascii_case("enc(") || lead.eq_ignore_ascii_case("enc[") {
+        return false;
+    }
+    // `getCredentialByID('8d5e…')`, `find_by_id("…")`: the argument of a lookup is a record's id.
+    let call = text[floor_char(text, m.start().saturating_sub(8))..m.start()].to_ascii_lowercase();
+    if call.trim_end_matches(['\'', '"', ' ']).ends_with("id(") {
         return false;
     }
     static STRONG_WORD: LazyLock<Regex> = LazyLock::new(|| {
@@ -2178,7 +2220,7 @@ fn credential_shaped(v: &str) -> bool {
         return false;
     }
     static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^(?:AC|MG|PN|SM|MM|CA|RE|IS|WS|HS|CF|QU|FW|MS|VA|SK)[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$|^\d+\*[A-Za-z_][\w.]*$|^[A-Za-z]+(?:;[A-Za-z]+)+$|^[VDIWEF]/[\w.$-]+$|[/=:]\$$")
+        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^(?:AC|MG|PN|SM|MM|CA|RE|IS|WS|HS|CF|QU|FW|MS|VA|SK)[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$|^\d+\*[A-Za-z_][\w.]*$|^[A-Za-z]+(?:;[A-Za-z]+)+$|^[VDIWEF]/[\w.$-]+$|[/=:]\$$|^S-1-\d+(?:-\d+)+$")
             .expect("not a token")
     });
     // `TLSConnect=psk`: a setting and its word; `2024_03_05_101600_drop_secret_santa`: a migration's name;
@@ -2192,6 +2234,7 @@ fn credential_shaped(v: &str) -> bool {
         });
     if v.contains("://")
         || v.contains('@') && v.contains('.')
+        || joined_names(v)
         || setting_word
         || named_with_numbers
         || ["UGFzc3dvcmQ6", "VXNlcm5hbWU6"].contains(&v)
@@ -2335,7 +2378,7 @@ fn env_default_valid(caps: &Captures, _text: &str) -> bool {
 fn typed_password_valid(caps: &Captures, _text: &str) -> bool {
     let key = group(caps, &[1]);
     let v = group(caps, &[2, 3]);
-    !not_a_password_key(key) && value_for_name(key, v)
+    !not_a_password_key(key) && !password_setting(key, v) && value_for_name(key, v)
 }
 
 fn typed_api_key_valid(caps: &Captures, _text: &str) -> bool {
@@ -2603,12 +2646,68 @@ fn not_a_password_key(key: &str) -> bool {
     .any(|w| k.ends_with(w))
 }
 
-/// A file path, not a value: `/run/secrets/db_password`, `./secrets/token.txt`, `~/.pgpass`.
+/// A name for a password *setting*, whose value is a number, a flag or a group, never a password: its policy,
+/// lifetime, history, lockout or complexity (`PASSWORD_LIFE_TIME 90`, `minPasswordLen 12`, `Password History: 5`),
+/// who may change or read it (`passwordChangeAllowed="ExpiredOnly"`,
+/// `-PrincipalsAllowedToRetrieveManagedPassword "GG-Hosts"`). `update`, `strong` and `managed` name a setting
+/// only over a word (`update_password: on_create`, `-strongpassword enablelocal`): `updatePassword: "x9!…"` is a
+/// password.
+fn password_setting(name: &str, value: &str) -> bool {
+    const SETTING: &[&str] = &[
+        "policy",
+        "policies",
+        "complexity",
+        "history",
+        "life",
+        "lifetime",
+        "lock",
+        "lockout",
+        "grace",
+        "reuse",
+        "verify",
+        "expiry",
+        "expiration",
+        "expires",
+        "expire",
+        "expired",
+        "warning",
+        "allowed",
+        "allow",
+        "strength",
+        "min",
+        "max",
+        "minimum",
+        "maximum",
+        "retrieve",
+        "principals",
+        "never",
+        "period",
+        "days",
+        "attempts",
+        "len",
+        "length",
+        "age",
+    ];
+    const OVER_A_WORD: &[&str] = &["update", "strong", "managed"];
+    let word = value.chars().all(|c| c.is_ascii_alphabetic() || c == '_') && !value.is_empty();
+    let setting = |p: &str| SETTING.contains(&p) || word && OVER_A_WORD.contains(&p);
+    name_parts(name).iter().any(|p| {
+        // `strongpassword`, `passwordexpiry`: the setting glued to the word.
+        setting(p) || ["password", "passwd", "pwd"].iter().any(|w| p.split(w).any(|rest| rest != p && setting(rest)))
+    })
+}
+
+/// A file path, not a value: `/run/secrets/db_password`, `./secrets/token.txt`, `~/.pgpass`,
+/// `D:\Payroll\keys\sftp.ppk`, `\\fs01\share\key.pfx`.
 fn is_path(v: &str) -> bool {
     let v = v.trim();
-    (v.starts_with('/') || v.starts_with("./") || v.starts_with("~/") || v.starts_with("../"))
+    let b = v.as_bytes();
+    let windows = b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'\\'
+        || v.starts_with("\\\\") && v[2..].contains('\\');
+    ((v.starts_with('/') || v.starts_with("./") || v.starts_with("~/") || v.starts_with("../"))
         && v.len() > 3
         && v[1..].contains('/')
+        || windows)
         && !v.contains(char::is_whitespace)
 }
 
@@ -2728,7 +2827,9 @@ fn ceil_char(text: &str, mut i: usize) -> usize {
 
 fn pgpass_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
-    !is_placeholder(v) && v.len() >= 3
+    // A sixth field (`nobody:*:19000:0:99999:7:::`, an /etc/shadow line) is not a .pgpass line; the password
+    // escapes its colons (`p\:w`).
+    !is_placeholder(v) && v.len() >= 3 && !v.replace("\\:", "").contains(':')
 }
 
 fn netrc_context(caps: &Captures, text: &str) -> bool {
@@ -2753,6 +2854,7 @@ fn cli_flag_password_valid(caps: &Captures, text: &str) -> bool {
     let lower = v.to_ascii_lowercase();
     // `-pass pass:'…'`: a source prefix whose quoted value the openssl rule reads.
     if flag_names_a_property(flag)
+        || password_setting(flag, v)
         || ["file:", "env:", "fd:", "stdin"].iter().any(|p| lower.starts_with(p))
         || v.ends_with(':') && text[caps.get(0).map_or(0, |m| m.end())..].starts_with(['\'', '"'])
     {
@@ -2804,7 +2906,13 @@ fn directive_password_valid(caps: &Captures, text: &str) -> bool {
     if encrypted_context(text, caps.get(0).map_or(0, |m| m.start())) {
         return false;
     }
-    !NON_SECRET_KEY.is_match(key)
+    // `Password History: 5`, `Password Max Days: 90`: the rest of a label, then its value.
+    let label = v
+        .split_once(": ")
+        .is_some_and(|(l, _)| l.len() <= 30 && l.chars().all(|c| c.is_ascii_alphabetic() || c == ' '));
+    !label
+        && !password_setting(key, v)
+        && !NON_SECRET_KEY.is_match(key)
         && !not_a_password_key(key)
         && !is_placeholder(v)
         && !is_path(v)
@@ -2825,7 +2933,7 @@ fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting|domain|realm|interface|(?:stripe|hmac|dkim|webhook|hub)[_-]?signature|encryption)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|identifier|thumbprint|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting|domain|realm|interface|(?:stripe|hmac|dkim|webhook|hub)[_-]?signature|encryption)$")
         .expect("non-secret keys")
 });
 
@@ -2845,6 +2953,13 @@ fn not_an_assignment(caps: &Captures, text: &str) -> bool {
         || push_token(text, key.start())
 }
 
+/// SQL Server's `PASSWORD = 0x0200… HASHED`: the value is a hash of the password.
+fn hashed_after(caps: &Captures, text: &str) -> bool {
+    let end = caps.get(0).map_or(0, |m| m.end());
+    let after = text[end..].trim_start_matches([' ', '\t', '"', '\'']);
+    after.get(..6).is_some_and(|h| h.eq_ignore_ascii_case("hashed"))
+}
+
 /// `(sensitive value)`, `(known after apply)` cut at its first space, `(none)`: words in parentheses, not a
 /// value (`(YM06ALw=Kh#Zd08l)` is one).
 fn parenthesised_words(v: &str) -> bool {
@@ -2858,7 +2973,7 @@ fn parenthesised_words(v: &str) -> bool {
 /// to redact.
 fn password_hash(v: &str) -> bool {
     static HASH: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:\$(?:2[abxy]?|1|5|6|apr1|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1|md5)\$[^\s]{8,}|(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$[^\s]{8,}|\{(?:SSHA|SHA|SSHA256|SSHA512|SHA256|SHA512|BLF-CRYPT|SHA512-CRYPT|SHA256-CRYPT|ARGON2ID)\}\S{8,})$")
+        Regex::new(r"^(?:\$(?:2[abxy]?|1|5|6|apr1|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1|md5)\$[^\s]{8,}|(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$[^\s]{8,}|[0-9a-f]{16,}\$\d{3,}\$[0-9a-f]{32,}|\{(?:SSHA|SHA|SSHA256|SSHA512|SHA256|SHA512|BLF-CRYPT|SHA512-CRYPT|SHA256-CRYPT|ARGON2ID)\}\S{8,})$")
             .expect("password hash")
     });
     HASH.is_match(v)
@@ -2898,6 +3013,8 @@ fn password_valid(caps: &Captures, text: &str) -> bool {
         || value.chars().count() < 3
         || is_path(value)
         || not_a_password_key(key)
+        || password_setting(key, value)
+        || hashed_after(caps, text)
         || names_a_reference(key)
         || env_var_name(value)
         || path_like(value)
@@ -3026,7 +3143,7 @@ fn is_code_reference(v: &str) -> bool {
 /// (`changeme-prod-ES-77!`) is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?-i:(?:password|passwd|secret|changeit)\d{1,4})|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|&&?[A-Za-z_]\w*\.?|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?-i:(?:password|passwd|secret|changeit)\d{1,4})|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
@@ -3139,6 +3256,7 @@ mod tests {
         assert!(!r.text.contains(secret), "{text}\n->\n{}", r.text);
     }
 
+    #[track_caller]
     fn assert_kept(text: &str) {
         let r = redact(text);
         assert_eq!(r.text, text, "changed: kinds {:?}", r.kinds);
@@ -4040,6 +4158,52 @@ mod tests {
         eprintln!("slowest adversarial 64 kB input: #{} in {:?}", worst.1, worst.0);
         let bound = if cfg!(debug_assertions) { 20.0 } else { 1.0 };
         assert!(worst.0.as_secs_f64() < bound, "input #{} took {:?}", worst.1, worst.0);
+    }
+
+    /// Enterprise IT's settings, identifiers and hashes that sit next to the word password and are not one;
+    /// the secrets beside them still go.
+    #[test]
+    fn password_settings_ids_and_hashes_are_kept() {
+        // Settings about the password: policy, lifetime, history, who may read it.
+        assert_kept(
+            "CREATE PROFILE p LIMIT\n  PASSWORD_LOCK_TIME       1/24\n  PASSWORD_VERIFY_FUNCTION ora12c_verify;",
+        );
+        assert_kept("   Password Complexity: retry=3 min=disabled,7\n   Password History: 5\n   Password Max Days: 90");
+        assert_kept("set system parameter -minPasswordLen 12 -strongpassword enablelocal -maxLogin 5");
+        assert_kept("New-ADServiceAccount -Name g -PrincipalsAllowedToRetrieveManagedPassword \"GG-SQL-Hosts\"");
+        assert_kept("    update_password: on_create");
+        assert_kept("<explicitBL passwordChangeAllowed=\"ExpiredOnly\" showPasswordExpiryWarning=\"Custom\" />");
+        assert_redacts("    update_password: \"x9!Lq2#vRt\"", "x9!Lq2#vRt", "password_assignment");
+        assert_redacts(
+            "tabcmd login -u svc -p \"T@bRefresh-21\" && tabcmd refresh",
+            "T@bRefresh-21",
+            "high_entropy_token",
+        );
+        // References and hashes: SQL*Plus substitution, SQL Server's hashed login, Tomcat's salt$iterations$hash.
+        assert_kept("ALTER USER app IDENTIFIED BY \"&new_pw\";");
+        assert_kept("CREATE LOGIN [a] WITH PASSWORD = 0x0200AB12CD34EF5601234567890ABCDEF0123456789ABCDEF HASHED, CHECK_POLICY = ON");
+        assert_kept("<user username=\"d\" password=\"e9823453d06ba5a6$210000$f8e240403e21a7304374d95f35eb964f\" />");
+        assert_redacts(
+            "CREATE LOGIN [a] WITH PASSWORD = 'Cl@ims-2024!x', CHECK_POLICY = ON",
+            "Cl@ims-2024!x",
+            "password_assignment",
+        );
+        // Paths, ids, thumbprints, SIDs and names joined by separators.
+        assert_kept("open sftp://u@h/ -privatekey=\"D:\\Payroll\\keys\\nb.ppk\"");
+        assert_kept("var credential = provider.getCredentialByID('8d5e1f2a1b7c4410a3c5e2d9f0b6a771');");
+        assert_kept("{ \"customKeyIdentifier\": \"520CE9CFCDF429B725204498A48C3ED09F553F98\" }");
+        assert_kept("Get-AdfsCertificate -CertificateType Token-Signing\n# Thumbprint IsPrimary\n# 1D2F2CF5A0B66E99A12FF216B178A8D59586E0DE True");
+        assert_kept("Security ID:   S-1-5-21-1844237615-2470158329-3198452021-1113\nreset an account's password");
+        assert_kept("credentials must be rotated or be managed (gMSA/CyberArk CPM).");
+        assert_kept("$cred = Get-Secret -Name 'vc-report' -Vault 'NB-CyberArk'");
+        assert_kept("variables:\n  - group: prd-secrets\nsteps:\n  - task: SqlAzureDacpacDeployment@1");
+        assert_kept(
+            "||Application||Host||Username||Credential location||\n|PolicyCenter|gw-pc-sit2.corp.local|su|vault|",
+        );
+        assert_redacts("the API token is Xk9-qR2mZ8-LpW4vT7", "Xk9-qR2mZ8-LpW4vT7", "high_entropy_token");
+        // /etc/shadow is not .pgpass; a .pgpass line still goes.
+        assert_kept("nobody:*:19000:0:99999:7:::");
+        assert_redacts("db.internal:5432:app:app_user:Pg9!x7Lk2", "Pg9!x7Lk2", "pgpass");
     }
 
     #[test]
