@@ -2034,7 +2034,7 @@ fn define_flag_valid(caps: &Captures, _text: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     let last = lower.rsplit('_').next().unwrap_or("");
     !NON_SECRET_KEY.is_match(last)
-        && (strict_password_name(&lower) || key_name(&lower) || lower.contains("psk"))
+        && (strict_password_name(&lower) || key_or_psk_name(&lower))
         && !is_placeholder(v)
         && v.len() >= 4
 }
@@ -2048,10 +2048,15 @@ fn wallet_key_valid(caps: &Captures, text: &str) -> bool {
     !is_mask(m.as_str()) && !HASH_WORD.is_match(line_window(text, m.start(), m.end()))
 }
 
+/// A lower-cased name that holds a key, a token or a Wi-Fi pre-shared key (`app_key`, `wifi_psk`).
+fn key_or_psk_name(n: &str) -> bool {
+    key_name(n) || n.contains("psk")
+}
+
 /// A byte array under a key's name (not a public key's).
 fn byte_array_valid(caps: &Captures, _text: &str) -> bool {
     let name = group(caps, &[1]).to_ascii_lowercase();
-    (key_name(&name) || name.contains("psk")) && !is_mask(&group(caps, &[2]).replace(['0', 'x', ',', ' '], ""))
+    key_or_psk_name(&name) && !is_mask(&group(caps, &[2]).replace(['0', 'x', ',', ' '], ""))
 }
 
 fn literal_valid_1(caps: &Captures, _text: &str) -> bool {
