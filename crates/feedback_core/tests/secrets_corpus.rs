@@ -26,18 +26,24 @@
 //!   blockchain, HPC, observability and SRE (tune; first measured as a held-out author, after the rules were tuned
 //!   on T: 0.757 redaction and 4.2% false redaction);
 //! - `V`: `data/guard/secrets/V.jsonl`, telecom and VoIP, healthcare integration, security tooling, low-code and
-//!   office automation, robotics and industrial, finance and trading (held out: written by an author who saw no
-//!   rule and no other author's rows; first measured after the rules were tuned on U).
+//!   office automation, robotics and industrial, finance and trading (tune; first measured as a held-out author,
+//!   after the rules were tuned on U: 0.781 redaction and 7.4% false redaction);
+//! - `W`: `data/guard/secrets/W.jsonl`, media and broadcasting, education technology, GIS and mapping, fleet
+//!   telematics and logistics, travel distribution, marketing automation and support platforms, legal and
+//!   government e-filing, agriculture and weather, bioinformatics, mobile release engineering, browser extensions
+//!   (held out: written by an author who saw no rule and no other author's rows; first measured after the rules
+//!   were tuned on V).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
 //! printed; only the held-out authors are asserted, each against its floors in [`HELD_OUT`]. E's are issue 18's
-//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). V's are regression floors
-//! far from them: the rules reach 0.781 at 0.074 on V, an author of other kinds of code, which says how far E's
-//! figure carries to code nobody tuned for (L, P, Q, T and U measured 0.913 at 0.060, 0.836 at 0.108, 0.783 at
-//! 0.096, 0.732 at 0.109 and 0.757 at 0.042 the same way, each before the rules were fitted to it; the fixes U's
-//! rows led to moved V from 0.771 to 0.781 and its false redaction not at all). Raise a floor as redaction improves on authors it was not tuned on;
+//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). W's are regression floors
+//! far from them: the rules reach 0.824 at 0.058 on W, an author of other kinds of code, which says how far E's
+//! figure carries to code nobody tuned for (L, P, Q, T, U and V measured 0.913 at 0.060, 0.836 at 0.108, 0.783 at
+//! 0.096, 0.732 at 0.109, 0.757 at 0.042 and 0.781 at 0.074 the same way, each before the rules were fitted to it;
+//! the fixes V's rows led to moved W from 0.819 to 0.824 and its false redaction from 0.063 to 0.058). Raise a
+//! floor as redaction improves on authors it was not tuned on;
 //! never lower one to pass. A held-out author's misses are never printed, only its rates, so rules cannot be
 //! tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
@@ -57,8 +63,8 @@ use serde_json::Value;
 
 /// The authors whose rows no rule was tuned on, each with its floors: (author, least redaction, most false
 /// redaction).
-const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("V", 0.76, 0.09)];
-const AUTHORS: [(&str, &str); 12] = [
+const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("W", 0.80, 0.07)];
+const AUTHORS: [(&str, &str); 13] = [
     ("project", "secrets.jsonl"),
     ("D", "secrets/D.jsonl"),
     ("E", "secrets/E.jsonl"),
@@ -71,6 +77,7 @@ const AUTHORS: [(&str, &str); 12] = [
     ("T", "secrets/T.jsonl"),
     ("U", "secrets/U.jsonl"),
     ("V", "secrets/V.jsonl"),
+    ("W", "secrets/W.jsonl"),
 ];
 
 struct Row {

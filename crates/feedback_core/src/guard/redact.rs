@@ -119,7 +119,7 @@ fn attribute_over(names: &str) -> String {
 /// Words of a declared name whose attribute's literal is a key: a secret's, and a bare `key`.
 const DECLARED_KEY_NAME: &str = "secret|token|api-?key|api_key|apikey|credential|key";
 
-const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*";
+const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*|[A-Z0-9]+PW|[a-z0-9]+pw";
 const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret|key[_-]?(?:base64|b64|hex|bytes))[A-Za-z0-9_.-]*";
 
 static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
@@ -397,7 +397,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // host:port:database:user:password.
         secret(
             "pgpass",
-            r"(?m)^[ \t]*[^\s:#]+:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:([^\s]+)[ \t]*\r?$",
+            r"(?m)^[ \t]*[^\s:#|=^]+:(?:\d{1,5}|\*):[^\s:|=^]+:[^\s:|=^]+:([^\s]+)[ \t]*\r?$",
             &[1],
             Some(pgpass_valid),
         ),
@@ -489,6 +489,121 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(cli_password_valid),
         )
         .needs(&["zip", "7z", "rar", "snowsql", "psexec", "rdesktop", "az login", "xfreerdp", "keytool", "jarsigner", "security", "signtool"]),
+        // A short password flag with a quoted value, whatever the program (`fs_cli -p 'X'`, `evil-winrm -p 'X'`,
+        // SIPp's `-ap 'X'`), and an unquoted one after a user flag on the same line (`-u admin -p X`).
+        secret(
+            "password_assignment",
+            r#"(?:^|\s)-(?:p|ap|P)\s+(?:'([^'\n]{4,200})'|"([^"\n]{4,200})")"#,
+            &[1, 2],
+            Some(quoted_flag_password_valid),
+        )
+        .needs(&[" -p", " -ap", " -P", "\n-p"]),
+        secret(
+            "password_assignment",
+            r#"(?:^|\s)-(?:u|au|U|-user|-username)\s+\S+[^\n]*?\s-(?:p|ap)\s+([^\s"'-][^\s"']*)"#,
+            &[1],
+            Some(quoted_flag_password_valid),
+        )
+        .needs(&["-u", "-au", "-U", "--user"]),
+        // Impacket's and its kin's targets: `domain/user:'password'@host`, `'DOMAIN/user:password@10.0.0.5'`.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:impacket-\w+|\w+\.py|secretsdump|psexec|wmiexec|smbexec|atexec|dcomexec|getuserspns|getnpusers|gettgt|getst|smbclient|lookupsid|mssqlclient|ntlmrelayx|nxc|netexec)\b)[^\n]*?\s['"]?[\w.-]+/[\w.$-]+:(?:'([^'\n]{1,200})'|"([^"\n]{1,200})"|([^\s@'"]{1,200}))"#,
+            &[1, 2, 3],
+            Some(literal_valid_any),
+        )
+        .needs(&["/"]),
+        // NT and LM hashes and Kerberos keys are passwords' equivalents (pass-the-hash): `-hashes LM:NT`,
+        // pwdump lines `user:rid:LM:NT:::`, mimikatz's `NTLM : …`, `aes256-cts-hmac-sha1-96:…`.
+        secret(
+            "password_hash",
+            r"(?:-hashes\s+(?:[0-9a-fA-F]{32})?:|(?m:^[^\s:]+:\d+:[0-9a-fA-F]{32}:)|\b(?:NTLM|NT\s+hash|NThash)\s*:\s*|\b(?:aes(?:128|256)-cts-hmac-sha1-96|des-cbc-md5|rc4[_-]hmac)\s*:\s*)([0-9a-fA-F]{32,64})\b",
+            &[1],
+            None,
+        )
+        .needs(&["hashes", ":::", "ntlm", "nt hash", "nthash", "cts-hmac", "des-cbc", "rc4"]),
+        // What cracking and spraying tools print: aircrack's `KEY FOUND! [ x ]`, a `[+] DOMAIN\user:password`
+        // success line, `john --show`'s `user:password:…` lines.
+        secret("password_assignment", r"KEY FOUND!\s*\[\s*([^\]\n]{4,}?)\s*\]", &[1], None).needs(&["key found"]),
+        secret(
+            "password_assignment",
+            r"\[\+\][^\n]*?\s[\w.-]+\\[\w.$-]+:([^\s(][^\s]*)",
+            &[1],
+            Some(literal_valid_any),
+        )
+        .needs(&["[+]"]),
+        secret("password_assignment", r"(?m)^[^\s:$#]+:([^:\n]+):\d*::", &[1], Some(cracked_listing)).needs(&["--show"]),
+        // Two adjacent string literals, an account and then a password: `("svc_mirth", "Mx7#pQv2!rTe")`,
+        // VBA's `SetCredentials "DOMAIN\user", "X"`, a PLC route's `"Administrator", "X"`.
+        secret(
+            "password_assignment",
+            r#""((?:[\w.-]+\\)?[\w.@-]{2,64})"\s*,\s*"([^"\s]{6,64})"|'((?:[\w.-]+\\)?[\w.@-]{2,64})'\s*,\s*'([^'\s]{6,64})'"#,
+            &[2, 4],
+            Some(account_then_password),
+        )
+        .needs(&["\"", "'"]),
+        // `("…/sendpassword") = "X"`: a password-named index assigned a literal (VBA, VB.NET, COM).
+        secret(
+            "password_assignment",
+            r#"\(\s*"[^"\n]*(?i:password|passwd|pwd)"\s*\)\s*=\s*"([^"\n]{1,200})""#,
+            &[1],
+            Some(literal_valid_any),
+        )
+        .needs(&["pass", "pwd"]),
+        // A password-named path or parameter and its value on one line: GenieACS's
+        // `declare("….AuthPassword", {…}, {value: "X"})`, `{"name": "DB_PASSWORD", "value": "X"}`.
+        secret(
+            "password_assignment",
+            r#""[^"\n]*(?i:password|passwd)"[^\n]{0,80}?\bvalue"?\s*[:=]\s*"([^"\n]{1,200})""#,
+            &[1],
+            Some(named_value_valid),
+        )
+        .needs(&["value"]),
+        // A shell session that prints a secret file: `$ cat ~/.ansible/vault_pass.txt` and the line it printed.
+        secret(
+            "password_assignment",
+            r"(?m)^[ \t]*(?:[$#>%][ \t]*)?cat[ \t]+\S*(?i:pass|secret|token|cred|apikey|api_key)\S*[ \t]*\r?\n([^\n$#]{6,200}?)[ \t]*\r?$",
+            &[1],
+            Some(printed_secret_valid),
+        )
+        .needs(&["cat "]),
+        // Wire formats with a password field: FIX tag 554 (Password) and 925 (NewPassword), X12's ISA04 when ISA03
+        // is 01, HL7's MSH-8 (Security), ASTM E1394's header access password.
+        secret("password_assignment", r"(?:^|[|\x01]|\^A)(?:554|925)=([^|\x01\n^]{4,})", &[1], Some(fix_context))
+            .needs(&["554=", "925="]),
+        secret("password_assignment", r"\bISA\*\d{2}\*[^*\n]{10}\*01\*([^*\s][^*\n]{0,9}?)\s*\*", &[1], None).needs(&["isa*"]),
+        secret("password_assignment", r"(?m)^MSH\|\^~\\&\|(?:[^|\n]*\|){5}([^|\n]{4,})\|", &[1], None).needs(&["msh|"]),
+        secret("password_assignment", r"(?m)^\d?H\|\\\^&\|[^|\n]*\|([^|\n]{4,})\|", &[1], None).needs(&["h|\\^&|"]),
+        // Asterisk's `register => user:password@host`, an FTP script's `user name password`.
+        secret("password_assignment", r"\bregister\s*=>\s*[^:\s@/]+:([^:@\s/]+)(?::[^@\s]*)?@", &[1], None).needs(&["register"]),
+        secret("password_assignment", r"(?m)^[ \t]*(?:echo[ \t]+)?user[ \t]+\S+[ \t]+([^\s>]+)", &[1], Some(ftp_context)).needs(&["ftp"]),
+        // A map of users to passwords (Orthanc's `"RegisteredUsers": {"name": "X"}`) and an INI section of them
+        // (`[Account]` / `admin=X`).
+        secret("password_assignment", r#""[\w.@-]{1,64}"\s*:\s*"([^"\s]{4,200})""#, &[1], Some(users_map_valid))
+            .needs(&["users", "accounts", "logins", "credentials"]),
+        secret("password_assignment", r"(?m)^[ \t]*[\w.@-]{1,64}[ \t]*=[ \t]*(\S{4,200})[ \t]*\r?$", &[1], Some(users_section_valid))
+            .needs(&["[account", "[users]", "[credential", "[password", "[login"]),
+        // CyberArk's Central Credential Provider returns the password as `"Content"`.
+        secret("password_assignment", r#""Content"\s*:\s*"([^"\n]+)""#, &[1], Some(cyberark_context)).needs(&["aimwebservice", "passwordchangeinprocess"]),
+        // An account or port-out PIN stated after its label: `Account PIN …: 739104`.
+        secret("password_assignment", r"\bPIN\b[^\n:]{0,60}:[ \t]*(\d{4,8})\b", &[1], Some(pin_valid)).needs(&["pin"]),
+        // ThingsBoard's device API takes the access token as a path segment; Alpaca's key ids.
+        secret(
+            "url_token",
+            r"/api/v1/([A-Za-z0-9]{20})/(?:telemetry|attributes|rpc|claim)\b",
+            &[1],
+            None,
+        )
+        .needs(&["/api/v1/"]),
+        secret("api_key_assignment", r"\b((?:PK|AK)[A-Z0-9]{18})\b", &[1], Some(alpaca_context)).needs(&["alpaca", "apca"]),
+        // A random string handed to a call (`shodan.Shodan("…")`, `PyMISP(url, "…")`, `TradingClient("…", "…")`,
+        // `ek.set_app_key('…')`): a long mixed-case literal, or a hex one to a function named for a key.
+        secret(
+            "api_key_assignment",
+            r#"\b([A-Za-z_][\w.]*)\(\s*(?:[^()\n]*?,\s*)?["']([A-Za-z0-9_-]{30,100})["']"#,
+            &[2],
+            Some(call_key_valid),
+        ),
         secret(
             "vault_token",
             r"\bvault\s+login\s+(?:-[\w-]+(?:=\S+)?\s+)*(?:token=)?([^\s-]\S{15,})",
@@ -977,7 +1092,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["cookie"]),
         secret(
             "session_cookie",
-            r"\b(?i:[\w.-]*(?:_session|sessionid|session_id|jsessionid|phpsessid|connect\.sid|laravel_session))=([^;\s&]{16,})",
+            r#"\b(?i:[\w.-]*(?:_session|sessionid|session_id|jsessionid|phpsessid|connect\.sid|laravel_session))="?([^;\s&",]{16,})"#,
             &[1],
             Some(cookie_valid),
         )
@@ -1254,6 +1369,7 @@ const ENCODED_KIND: &str = "encoded_secret";
 /// Replaces every secret in `text` with `[REDACTED:<kind>]`. Text without secrets comes back byte for byte.
 pub fn redact(text: &str) -> Redacted {
     NESTED_BUDGET.with(|b| b.set(NESTED_MAX));
+    FOUND.with(|f| f.borrow_mut().clear());
     let mut kinds = Vec::new();
     let joined = join_split_literals(text, &mut kinds);
     let joined = joined.as_deref().unwrap_or(text);
@@ -1262,7 +1378,51 @@ pub fn redact(text: &str) -> Redacted {
     let argv = redact_argv(joined, &mut kinds);
     let mut out = redact_rules(argv.as_deref().unwrap_or(joined), true);
     kinds.append(&mut out.kinds);
-    Redacted { text: out.text, kinds }
+    let text = redact_echoes(out.text, &mut kinds);
+    Redacted { text, kinds }
+}
+
+/// A value a rule found to be a secret is a secret wherever else it stands in the same text: Asterisk's
+/// `secret=X` and its `register => user:X@host`, a password set in one line and typed in another. Only values
+/// that could not be ordinary words (credential-shaped or password-like, at least 8 characters), and only as a
+/// whole token.
+fn redact_echoes(text: String, kinds: &mut Vec<&'static str>) -> String {
+    let mut found = FOUND.with(|f| std::mem::take(&mut *f.borrow_mut()));
+    // Each distinct value once (a value found many times costs one pass).
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|(v, _)| seen.insert(v.clone()));
+    let mut text = text;
+    for (value, kind) in found {
+        if value.chars().count() < 8 || !(credential_shaped(&value) || password_like(&value)) || is_placeholder(&value)
+        {
+            continue;
+        }
+        let placeholders: Vec<Range<usize>> = PLACEHOLDER.find_iter(&text).map(|m| m.range()).collect();
+        let mut out = String::new();
+        let mut last = 0;
+        for (at, _) in text.match_indices(value.as_str()) {
+            let end = at + value.len();
+            let before = text[..at].chars().next_back();
+            let after = text[end..].chars().next();
+            let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric() && c != '_');
+            let i = placeholders.partition_point(|p| p.end <= at);
+            let inside_placeholder = placeholders.get(i).is_some_and(|p| p.start < end);
+            if at < last || !edge(before) || !edge(after) || inside_placeholder {
+                continue;
+            }
+            out.push_str(&text[last..at]);
+            out.push_str("[REDACTED:");
+            out.push_str(kind);
+            out.push(']');
+            kinds.push(kind);
+            last = end;
+        }
+        if last > 0 {
+            out.push_str(&text[last..]);
+            text = out;
+        }
+    }
+    text
 }
 
 /// A name that holds a password: `password`, `pwd`, `passphrase`, `dbPass` (not `passport`, `bypass`).
@@ -1600,6 +1760,12 @@ fn apply(rule: &SecretRule, text: &str, kinds: &mut Vec<&'static str>) -> Option
         {
             continue;
         }
+        FOUND.with(|f| {
+            let mut f = f.borrow_mut();
+            if f.len() < FOUND_MAX {
+                f.push((m.as_str().to_string(), rule.kind));
+            }
+        });
         out.push_str(&text[last..m.start()]);
         out.push_str("[REDACTED:");
         out.push_str(rule.kind);
@@ -1902,7 +2068,20 @@ fn quoted_prose_valid(caps: &Captures, _text: &str) -> bool {
 }
 
 /// Plainly a password: letters, a digit, and a capital or a symbol; not an identifier or a version.
-fn strong_password_valid(caps: &Captures, _text: &str) -> bool {
+/// The inside of `"…" & pwd & "…"` read as one literal: the literal closed, a variable was joined in, another
+/// literal opened (`";Password=" & pwd & ";"`).
+fn joined_in(value: &str) -> bool {
+    let t = value.trim_start();
+    value.starts_with(' ') && (t.starts_with(['&', '+']) || t.starts_with("||") || t.starts_with(". "))
+}
+
+fn strong_password_valid(caps: &Captures, text: &str) -> bool {
+    // `-no-pass host/user@dc`: a switch saying there is none, and the next argument.
+    let at = caps.get(0).map_or(0, |m| m.start());
+    let lead = text[floor_char(text, at.saturating_sub(4))..at].to_ascii_lowercase();
+    if lead.contains("no-") || lead.contains("no_") {
+        return false;
+    }
     let v = group(caps, &[1]);
     let upper = v.chars().any(|c| c.is_ascii_uppercase());
     let lower = v.chars().any(|c| c.is_ascii_lowercase());
@@ -2049,6 +2228,180 @@ fn wallet_key_valid(caps: &Captures, text: &str) -> bool {
 }
 
 /// A lower-cased name that holds a key, a token or a Wi-Fi pre-shared key (`app_key`, `wifi_psk`).
+fn quoted_flag_password_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2]);
+    // `hydra -p 'Season+Year'`: a pattern to spray, not a password; a real one here carries a digit.
+    let digit_or_symbols =
+        v.chars().any(|c| c.is_ascii_digit()) || v.chars().filter(|c| !c.is_alphanumeric()).count() >= 2;
+    !v.contains(char::is_whitespace)
+        && digit_or_symbols
+        && password_like(v)
+        && !is_code_reference(v)
+        && !v.starts_with('$')
+}
+
+/// A literal that is not a placeholder, a reference or a mask.
+fn literal_valid_any(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2, 3]);
+    !v.is_empty() && !is_placeholder(v) && !is_code_reference(v) && !v.starts_with('$')
+}
+
+/// `john --show` / `hashcat --show` output: `user:password:rid::::`.
+fn cracked_listing(caps: &Captures, text: &str) -> bool {
+    (text.contains("john") || text.contains("hashcat")) && literal_valid_any(caps, text)
+}
+
+/// Two adjacent literals: the first names an account, the second is password-shaped (three classes of
+/// character, a digit or a symbol among them).
+fn account_then_password(caps: &Captures, _text: &str) -> bool {
+    static ACCOUNT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:[\w.-]+\\)?(?:admin\w*|administrator|root|sa|postgres|svc[_.-]?\w*|\w*_svc|service\w*|\w*user\w*|\w+@[\w-]+\.[\w.-]+)$")
+            .expect("account")
+    });
+    let (user, v) = if caps.get(2).is_some() {
+        (group(caps, &[1]), group(caps, &[2]))
+    } else {
+        (group(caps, &[3]), group(caps, &[4]))
+    };
+    let classes = [
+        v.chars().any(|c| c.is_ascii_lowercase()),
+        v.chars().any(|c| c.is_ascii_uppercase()),
+        v.chars().any(|c| c.is_ascii_digit()),
+        v.chars().any(|c| !c.is_ascii_alphanumeric()),
+    ];
+    ACCOUNT.is_match(user)
+        && classes.iter().filter(|&&c| c).count() >= 3
+        && classes[3]
+        && password_like(v)
+        && !is_code_reference(v)
+        && !v.contains(['{', '}', '%', '/', '$', '<', '>'])
+}
+
+fn named_value_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    !is_placeholder(v)
+        && !is_code_reference(v)
+        && !v.starts_with(['$', '@', '{', '<'])
+        && (password_like(v) || credential_shaped(v))
+}
+
+/// The line a `cat` of a secret file printed: one value, not a key/value line or a prompt.
+fn printed_secret_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    !v.contains('=')
+        && !v.contains(": ")
+        && !v.trim_start().starts_with(['-', '{', '[', '<', '#'])
+        && !is_placeholder(v)
+        && (password_like(v) || credential_shaped(v))
+}
+
+fn fix_context(caps: &Captures, text: &str) -> bool {
+    (text.contains("8=FIX") || text.contains("35=")) && literal_valid_any(caps, text)
+}
+
+fn ftp_context(caps: &Captures, text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.contains("ftp") && lower.contains("open") && password_like(group(caps, &[1]))
+}
+
+/// A value in a JSON object whose key names users or accounts.
+fn users_map_valid(caps: &Captures, text: &str) -> bool {
+    static KEY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?i)"(?:registered_?users|users|accounts|logins|credentials|basic_?auth_?users)"\s*:\s*$"#)
+            .expect("users key")
+    });
+    let Some(m) = caps.get(1) else { return false };
+    let head = &text[floor_char(text, m.start().saturating_sub(2000))..m.start()];
+    let Some(open) = head.rfind('{') else { return false };
+    if head[open..].contains('}') {
+        return false;
+    }
+    let v = m.as_str();
+    KEY.is_match(head[..open].trim_end()) && (password_like(v) || credential_shaped(v)) && !is_placeholder(v)
+}
+
+/// A `name=value` line in an INI section of accounts (`[Account]`, `[Users]`, `[Credentials]`).
+fn users_section_valid(caps: &Captures, text: &str) -> bool {
+    let Some(m) = caps.get(1) else { return false };
+    let head = &text[floor_char(text, m.start().saturating_sub(2000))..m.start()];
+    let Some(open) = head.rfind("\n[").map(|i| i + 1).or_else(|| head.starts_with('[').then_some(0)) else {
+        return false;
+    };
+    let section = head[open..].lines().next().unwrap_or("").to_ascii_lowercase();
+    let v = m.as_str();
+    // Not git's `[user]` (name, email, signingkey): a section that lists accounts.
+    ["[account]", "[accounts]", "[users]", "[credentials]", "[passwords]", "[logins]"]
+        .iter()
+        .any(|s| section.trim_end().starts_with(s))
+        && password_like(v)
+        && !is_placeholder(v)
+}
+
+fn cyberark_context(caps: &Captures, text: &str) -> bool {
+    (text.contains("AIMWebService") || text.contains("PasswordChangeInProcess")) && literal_valid_any(caps, text)
+}
+
+fn pin_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    let b = v.as_bytes();
+    let same = b.iter().all(|&c| c == b[0]);
+    let sequence = b.windows(2).all(|w| w[1] == w[0] + 1);
+    !same && !sequence
+}
+
+fn alpaca_context(caps: &Captures, text: &str) -> bool {
+    let v = group(caps, &[1]);
+    v.chars().any(|c| c.is_ascii_digit())
+        && v.chars().filter(|c| c.is_ascii_uppercase()).count() >= 8
+        && (text.to_ascii_lowercase().contains("alpaca") || text.contains("APCA"))
+}
+
+/// A random literal handed to a call: a long mixed-case one to any call that is not a lookup or a decoder, a
+/// hex one only to a function named for a key.
+fn call_key_valid(caps: &Captures, text: &str) -> bool {
+    let f = group(caps, &[1]).to_ascii_lowercase();
+    let v = group(caps, &[2]);
+    let name = f.rsplit('.').next().unwrap_or("");
+    let lookup = ["get", "find", "lookup", "fetch", "load", "open", "read", "select", "query"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        && !["secret", "key", "token", "auth", "cred"].iter().any(|w| name.contains(w));
+    let decoder = ["decode", "atob", "b64", "base64", "hash", "digest", "checkout", "commit", "revert", "uuid", "id"]
+        .iter()
+        .any(|w| name.contains(w) && !(*w == "id" && name.contains("key")));
+    let keyed = ["key", "token", "secret", "auth", "cred", "api", "client", "connect", "session"]
+        .iter()
+        .any(|w| name.contains(w))
+        || name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && group(caps, &[1]).rsplit('.').next().is_some_and(|n| n.starts_with(|c: char| c.is_ascii_uppercase()));
+    let hex = v.chars().all(|c| c.is_ascii_hexdigit());
+    let mixed = v.chars().any(|c| c.is_ascii_lowercase())
+        && v.chars().any(|c| c.is_ascii_uppercase())
+        && v.chars().any(|c| c.is_ascii_digit());
+    // `SearchClient(appID: "…", apiKey: "…")`: a named argument is the named rules' to judge.
+    let lead = text[floor_char(text, caps.get(2).map_or(0, |m| m.start()).saturating_sub(40))
+        ..caps.get(2).map_or(0, |m| m.start())]
+        .trim_end_matches(['"', '\'', ' ']);
+    let named_argument = lead.ends_with([':', '=']);
+    let public = ["public", "pubkey", "address", "from"].iter().any(|w| name.contains(w));
+    if lookup || decoder || public || named_argument || !credential_shaped(v) || v.starts_with("eyJ") {
+        return false;
+    }
+    let window = line_window(text, caps.get(2).map_or(0, |m| m.start()), caps.get(2).map_or(0, |m| m.end()))
+        .to_ascii_lowercase();
+    let hashy = ["sha", "hash", "digest", "commit", "checksum", "fingerprint", "etag", "uuid", "revision", "base64"]
+        .iter()
+        .any(|w| window.contains(w));
+    if hashy {
+        return false;
+    }
+    if hex {
+        ["key", "token", "secret", "auth"].iter().any(|w| name.contains(w))
+    } else {
+        mixed && (keyed || entropy(v) >= 4.5)
+    }
+}
+
 fn key_or_psk_name(n: &str) -> bool {
     key_name(n) || n.contains("psk")
 }
@@ -2071,8 +2424,11 @@ fn userlist_valid(caps: &Captures, text: &str) -> bool {
 }
 
 fn cookie_valid(caps: &Captures, _text: &str) -> bool {
-    let v = group(caps, &[1]);
-    !is_placeholder(v) && (looks_random(v) || entropy(v) >= 3.5)
+    let v = group(caps, &[1]).trim_matches('"');
+    // A call's or a log's 24-hex session id (Asterisk's `SessionID="…"`) is shorter than any web framework's
+    // session cookie (PHP 26, Java and Django 32).
+    let short_hex = v.len() < 26 && v.chars().all(|c| c.is_ascii_hexdigit());
+    !short_hex && !is_placeholder(v) && (looks_random(v) || entropy(v) >= 3.5)
 }
 
 /// Names an account could have in a "user / password" pair.
@@ -2118,7 +2474,7 @@ fn password_like(v: &str) -> bool {
 
 fn looks_like_version_or_date(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:v?\d+(?:\.\d+)+(?:-[\w.]+)?|\d{4}-\d{2}-\d{2}(?:t[\d:.]+z?)?|\d{1,2}:\d{2}(?::\d{2})?|[a-z]+-\d{1,6}|\d+(?:ms|s|m|h|d|kb|mb|gb|tb|%)|https?:.*|[\w.-]+@[\w-]+\.[\w.-]+|(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/\d+)?)$")
+        Regex::new(r"(?i)^(?:v?\d+(?:\.\d+)+(?:-[\w.]+)?|\d{4}-\d{2}-\d{2}(?:[t ][\d:.]+(?:z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?|[a-z]+-\d{1,6}|\d+(?:ms|s|m|h|d|kb|mb|gb|tb|%)|https?:.*|[\w.-]+@[\w-]+\.[\w.-]+|(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/\d+)?)$")
             .expect("version or date")
     });
     SHAPE.is_match(v)
@@ -2245,6 +2601,14 @@ thread_local! {
     static NESTED_BUDGET: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+thread_local! {
+    /// The values the current `redact` call replaced, for [`redact_echoes`].
+    static FOUND: std::cell::RefCell<Vec<(String, &'static str)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Values remembered per `redact` call, at most (each one costs a pass over the text).
+const FOUND_MAX: usize = 64;
+
 /// Decoded blobs redacted per `redact` call, at most.
 const NESTED_MAX: u32 = 64;
 
@@ -2284,6 +2648,18 @@ fn prose_token_valid(caps: &Captures, text: &str) -> bool {
     // `getCredentialByID('8d5e…')`, `find_by_id("…")`: the argument of a lookup is a record's id.
     let call = text[floor_char(text, m.start().saturating_sub(8))..m.start()].to_ascii_lowercase();
     if call.trim_end_matches(['\'', '"', ' ']).ends_with("id(") {
+        return false;
+    }
+    // `base.getTable('tblLw8…')`, `findRecord("…")`: a getter's argument names a record, unless the getter is
+    // for a secret.
+    static GETTER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b(?:get|find|lookup|fetch|load|select)[A-Z_]?(\w*)\(\s*['\x22`]?$").expect("getter")
+    });
+    let before = &text[line_start(text, m.start(), 120)..m.start()];
+    if GETTER.captures(before).is_some_and(|c| {
+        let n = c.get(1).map_or("", |x| x.as_str()).to_ascii_lowercase();
+        !["secret", "key", "token", "pass", "cred", "auth"].iter().any(|w| n.contains(w))
+    }) {
         return false;
     }
     static STRONG_WORD: LazyLock<Regex> = LazyLock::new(|| {
@@ -2344,6 +2720,12 @@ fn credential_shaped(v: &str) -> bool {
     let setting_word = v
         .split_once('=')
         .is_some_and(|(_, w)| !w.is_empty() && w.len() <= 12 && w.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+    // `TimeoutMS="{x:Null}"`: an attribute's name up to its `=`.
+    let attribute_name =
+        v.strip_suffix('=').is_some_and(|n| n.len() < 16 && n.chars().all(|c| c.is_ascii_alphabetic()));
+    if attribute_name {
+        return false;
+    }
     let named_with_numbers = v.split('_').filter(|p| p.chars().all(|c| c.is_ascii_lowercase())).count() >= 2
         && v.split('_').all(|p| {
             !p.is_empty() && (p.chars().all(|c| c.is_ascii_digit()) || p.chars().all(|c| c.is_ascii_lowercase()))
@@ -2495,7 +2877,7 @@ fn env_default_valid(caps: &Captures, _text: &str) -> bool {
 fn typed_password_valid(caps: &Captures, _text: &str) -> bool {
     let key = group(caps, &[1]);
     let v = group(caps, &[2, 3]);
-    !not_a_password_key(key) && !password_setting(key, v) && value_for_name(key, v)
+    !joined_in(v) && !not_a_password_key(key) && !password_setting(key, v) && value_for_name(key, v)
 }
 
 fn typed_api_key_valid(caps: &Captures, _text: &str) -> bool {
@@ -2761,6 +3143,10 @@ fn not_a_password_key(key: &str) -> bool {
     ]
     .iter()
     .any(|w| k.ends_with(w))
+        // `-no-pass`, `--no-password`, `nopasswd`: a switch saying there is none.
+        || ["no-pass", "no_pass", "nopass", "no-password", "no_password", "nopassword"]
+            .iter()
+            .any(|w| k.trim_start_matches('-').starts_with(w))
 }
 
 /// A name for a password *setting*, whose value is a number, a flag or a group, never a password: its policy,
@@ -2880,16 +3266,28 @@ fn hex_private_key(caps: &Captures, _text: &str) -> bool {
 
 /// A query parameter's value: a password is any non-placeholder, a signature or token must look random; the
 /// one- and two-letter names (`t`, `sk`) need a long random value.
-fn url_token_valid(caps: &Captures, _text: &str) -> bool {
+/// A signature over a timestamp or a nonce in the same query (Binance's `…&timestamp=…&signature=…`): it signs
+/// one request. A presigned URL's (`X-Amz-Signature`, Azure's `sig` beside `se=`) grants access until it expires.
+fn per_request_signature(name: &str, text: &str, at: usize) -> bool {
+    let line = text[line_start(text, at, 2000)..at].to_ascii_lowercase();
+    matches!(name.to_ascii_lowercase().as_str(), "signature" | "sig" | "hmac")
+        && ["timestamp=", "nonce=", "recvwindow="].iter().any(|p| line.contains(p))
+}
+
+fn url_token_valid(caps: &Captures, text: &str) -> bool {
     let name = group(caps, &[1]).to_ascii_lowercase();
     let v = group(caps, &[2]);
     if is_placeholder(v) || v.contains("[REDACTED") {
         return false;
     }
+    if per_request_signature(&name, text, caps.get(2).map_or(0, |m| m.start())) {
+        return false;
+    }
     match name.as_str() {
         "password" | "passwd" | "pwd" => v.len() >= 3 && !is_code_reference(v),
+        // `ns=2;s=Line3.Press07.HydraulicPressure` (an OPC UA node id) is a dotted name, not a token.
         "t" | "s" | "k" | "st" | "sk" | "code" | "key" | "session" | "ticket" | "otp" | "auth" => {
-            v.len() >= 16 && looks_random(v)
+            v.len() >= 16 && looks_random(v) && !v.contains('.')
         }
         _ => v.len() >= 8 && (looks_random(v) || (v.len() >= 16 && entropy(v) >= 3.0)),
     }
@@ -2912,6 +3310,13 @@ fn connection_string_valid(caps: &Captures, text: &str) -> bool {
             && b.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
             && (b.contains(['_', '.']) || !b.chars().any(|c| c.is_ascii_digit()))
     }) {
+        return false;
+    }
+    // `";Password=" & pwd & ";"`, `content:"password="; nocase;`: the quotes close one literal and open the next.
+    let raw = m.as_str();
+    if raw.starts_with(['"', '\''])
+        && raw[1..].starts_with(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '+' | '.' | ',' | ')'))
+    {
         return false;
     }
     let v = m.as_str().trim_matches(['{', '}', '"', '\'']);
@@ -2967,6 +3372,8 @@ fn flag_names_a_property(flag: &str) -> bool {
         || ["stdin", "prompt", "cmd", "command", "fd", "interactive", "less", "askpass"].contains(&last)
         || not_a_password_key(&flag)
         || flag.ends_with("passive")
+        // `-no-pass`, `--no-password`, `--nopasswd`: a switch that says there is none.
+        || flag.trim_start_matches('-').starts_with("no")
 }
 
 fn cli_flag_password_valid(caps: &Captures, text: &str) -> bool {
@@ -3054,7 +3461,7 @@ fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|identifier|thumbprint|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting|domain|realm|interface|(?:stripe|hmac|dkim|webhook|hub)[_-]?signature|encryption)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|identifier|thumbprint|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting|domain|realm|interface|(?:stripe|hmac|dkim|webhook|hub)[_-]?signature|x-[\w-]*-signature|idempotency[_-]?(?:key|token)|encryption)$")
         .expect("non-secret keys")
 });
 
@@ -3130,7 +3537,13 @@ fn password_valid(caps: &Captures, text: &str) -> bool {
         return false;
     }
     let value = group(caps, &[3, 4, 5]);
+    if joined_in(value) {
+        return false;
+    }
+    // `passwords: 16+ chars`: a policy's length.
+    let length = value.strip_suffix('+').is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
     if is_placeholder(value)
+        || length
         || value.chars().count() < 3
         || is_path(value)
         || not_a_password_key(key)
@@ -3167,7 +3580,8 @@ fn password_valid(caps: &Captures, text: &str) -> bool {
 
 fn api_key_valid(caps: &Captures, text: &str) -> bool {
     let key = group(caps, &[1]);
-    if NON_SECRET_KEY.is_match(key)
+    if per_request_signature(key, text, caps.get(1).map_or(0, |m| m.start()))
+        || NON_SECRET_KEY.is_match(key)
         || key.to_ascii_lowercase().ends_with("tokens")
         || key.starts_with('-') && flag_names_a_property(key)
         || not_an_assignment(caps, text)
@@ -3256,7 +3670,7 @@ fn followed_by_call(caps: &Captures, text: &str) -> bool {
 /// A bare value that is code, not a literal: a call, an index, a dotted path, a variable, a type.
 fn is_code_reference(v: &str) -> bool {
     static CODE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+[!?]?\(?|[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+[!?]?\(.*|[A-Za-z_$][\w$.]*[(\[].*|(?:str|string|String|bytes|int|bool|SecretStr|Optional|None|Any|text|varchar|char|Text|&str|Option|undefined|null|nil|true|false)\??)$")
+        Regex::new(r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+[!?]?\(?|[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+[!?]?\(.*|[A-Za-z_$][\w$.]*[(\[].*|@\{.*|@[A-Za-z_]\w*\(.*|(?:str|string|String|bytes|int|bool|SecretStr|Optional|None|Any|text|varchar|char|Text|&str|Option|undefined|null|nil|true|false|vbNullString|vbNullChar|Nothing)\??)$")
             .expect("code reference")
     });
     CODE.is_match(v)
@@ -3269,7 +3683,7 @@ fn is_code_reference(v: &str) -> bool {
 /// (`changeme-prod-ES-77!`) is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|&&?[A-Za-z_]\w*\.?|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?-i:(?:password|passwd|secret|changeit)\d{1,4})|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|@\w+\(.*|@\{.*|&&?[A-Za-z_]\w*\.?|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?-i:(?:password|passwd|secret|changeit)\d{1,4})|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
@@ -4266,6 +4680,14 @@ mod tests {
             fill("user_a=\""),
             fill("name: DB_PASSWORD\n"),
             fill("LS0tLS1CRUdJTi"),
+            fill("secret=Hq5pvR8zzW2n Hq5pvR8zzW2n "),
+            fill("\"RegisteredUsers\": {\"a\": \"Xk9#mQ2z!Lp4\", "),
+            fill("[Account]\na=Xk9#mQ2z!Lp4\n"),
+            fill("f(\"qR7bWM8eUSgdnAPtXaOmZYlbOrLiFWx2\", "),
+            fill(" -u a -p Xk9#mQ2z!Lp4 -p "),
+            fill("\"svc_a\", \"Xk9#mQ2z!Lp4\", "),
+            fill("$ cat pass.txt\nXk9#mQ2z!Lp4\n"),
+            fill("|554=x|35=A"),
         ];
         let _ = redact("warm-up");
         let mut worst = (std::time::Duration::ZERO, 0usize);
@@ -4303,7 +4725,7 @@ mod tests {
         assert_redacts(
             "tabcmd login -u svc -p \"T@bRefresh-21\" && tabcmd refresh",
             "T@bRefresh-21",
-            "high_entropy_token",
+            "password_assignment",
         );
         // References and hashes: SQL*Plus substitution, SQL Server's hashed login, Tomcat's salt$iterations$hash.
         assert_kept("ALTER USER app IDENTIFIED BY \"&new_pw\";");
@@ -4334,6 +4756,121 @@ mod tests {
 
     /// Wallets, node providers, device keys and the clients that take a password; and the public values of the
     /// same fields (addresses, transaction hashes, program ids, signatures, test mnemonics) that stay.
+    #[test]
+    fn telecom_security_tooling_and_wire_formats() {
+        // Short password flags of any program, and after a user flag.
+        assert_redacts("fs_cli -H 10.1.0.5 -P 8021 -p 'Qz7!pLm2Wv' -x \"status\"", "Qz7!pLm2Wv", "password_assignment");
+        assert_redacts("nxc smb 10.0.0.0/24 -u ops.admin -p Rk2#vLx9q --shares", "Rk2#vLx9q", "password_assignment");
+        assert_kept("hydra -L users.txt -p 'Season+Year' rdp://10.0.0.0/24");
+        assert_kept("docker run -p 8080:80 -v /srv/app:/app nginx");
+        // Impacket targets, NT hashes, Kerberos keys, what cracking tools print.
+        assert_redacts(
+            "GetUserSPNs.py corp.local/m.ito:'Harbor2031!' -dc-ip 10.0.0.5 -request",
+            "Harbor2031!",
+            "password_assignment",
+        );
+        let nt = "8846f7eaee8fb117ad06bdd830b7586c";
+        assert_redacts(
+            &format!("psexec.py -hashes aad3b435b51404eeaad3b435b51404ee:{nt} ./administrator@10.0.0.9"),
+            nt,
+            "password_hash",
+        );
+        assert_redacts(&format!("backup:1104:aad3b435b51404eeaad3b435b51404ee:{nt}:::"), nt, "password_hash");
+        assert_redacts(&format!("         * NTLM     : {nt}"), nt, "password_hash");
+        assert_redacts("KEY FOUND! [ orchard-7731 ]", "orchard-7731", "password_assignment");
+        assert_redacts(
+            "SMB  10.0.0.11  445  FS01  [+] corp.local\\m.ito:Winter2031! (Pwn3d!)",
+            "Winter2031!",
+            "password_assignment",
+        );
+        assert_redacts(
+            "$ john --show --format=NT dump.txt\nm.ito:Lantern2030:1201::::\n",
+            "Lantern2030",
+            "password_assignment",
+        );
+        assert_kept("smbclient.py -k -no-pass corp.local/m.ito@fs01.corp.local");
+        // An account literal then a password literal; a password-named index; a named path and its value.
+        assert_redacts(
+            "conn = connect('jdbc:sqlserver://db:1433', 'svc_etl', 'Tq4#mW9!pz')",
+            "Tq4#mW9!pz",
+            "password_assignment",
+        );
+        assert_redacts(
+            "http.SetCredentials \"ACME\\svc_sync\", \"Bn7!rQ2#xa\", 0",
+            "Bn7!rQ2#xa",
+            "password_assignment",
+        );
+        assert_kept("print(\"username\", \"Hello, World!\")");
+        assert_redacts(
+            ".Item(\"http://schemas.example.org/cdo/sendpassword\") = \"Mx8-pw!Lq\"",
+            "Mx8-pw!Lq",
+            "password_assignment",
+        );
+        assert_redacts(
+            "declare(\"Device.Line.1.SIP.AuthPassword\", {value: now}, {value: \"Kp2-vRtq9Lm\"});",
+            "Kp2-vRtq9Lm",
+            "password_assignment",
+        );
+        // A file of secrets printed in a shell session; a map and a section of accounts.
+        assert_redacts(
+            "$ cat ~/.config/vault_pass.txt\nmaple-trellis-quiet-41\n$ ls",
+            "maple-trellis-quiet-41",
+            "password_assignment",
+        );
+        assert_redacts(
+            "{\n  \"RegisteredUsers\" : {\n    \"viewer\" : \"Vw9#edgeRad\"\n  }\n}",
+            "Vw9#edgeRad",
+            "password_assignment",
+        );
+        assert_redacts("[Account]\nadmin=Gw@te-7Lx2\n", "Gw@te-7Lx2", "password_assignment");
+        assert_kept("[user]\n\tname = CI Bot\n\tsigningkey = 3AA5C34371567BD2\n");
+        // Wire formats: FIX tag 554, X12 ISA04, HL7 MSH-8; Asterisk's register line; FTP scripts.
+        assert_redacts(
+            "8=FIX.4.4|9=99|35=A|49=DESK|56=VENUE|553=desk01|554=Fx#q8Lm2v|10=101|",
+            "Fx#q8Lm2v",
+            "password_assignment",
+        );
+        assert_kept("8=FIX.4.4|9=187|35=D|52=20240522-13:31:04.552|56=BRKR|60=20240522-13:31:04.551|38=1500|10=214|");
+        assert_redacts("ISA*00*          *01*QW7pXk2L  *ZZ*SENDER         *ZZ*RECEIVER       *240312*0930*^*00501*000000001*0*P*:~", "QW7pXk2L", "password_assignment");
+        assert_redacts(
+            "MSH|^~\\&|RIS|HOSP|PACS|HOSP|20240312093015|Kq8vT2mX|ORM^O01|1|P|2.3",
+            "Kq8vT2mX",
+            "password_assignment",
+        );
+        assert_redacts("register => 15550001:Vt6pLq2mXz@sip.carrier.net/15550001", "Vt6pLq2mXz", "password_assignment");
+        assert_redacts(
+            "echo open 10.0.5.11> c.txt\necho user robot Rb-Bkp2031>> c.txt\nftp -n -s:c.txt",
+            "Rb-Bkp2031",
+            "password_assignment",
+        );
+        // A secret found once is redacted where it stands again.
+        let r = redact("[trunk]\nsecret=Hq5pvR8zzW2n\n; same one in the register line: Hq5pvR8zzW2n");
+        assert!(!r.text.contains("Hq5pvR8zzW2n"), "{:?}", r.text);
+        // Keys handed to clients; record ids and public keys kept.
+        assert_redacts(
+            "api = shodan.Shodan(\"qR7bWM8eUSgdnAPtXaOmZYlbOrLiFWx2\")",
+            "qR7bWM8eUSgdnAPtXaOmZYlbOrLiFWx2",
+            "api_key_assignment",
+        );
+        assert_kept("const mint = new PublicKey(\"EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v\");");
+        assert_kept("const table = base.getTable('tblLw8Qx2Ck5ZpN1r'); // the token is read below");
+        assert_redacts(
+            "curl -X POST http://tb.local:8080/api/v1/Zq2OUK1aYEEwpBQ23XAE/telemetry -d '{}'",
+            "Zq2OUK1aYEEwpBQ23XAE",
+            "url_token",
+        );
+        // Kept: timestamps, a request's signature over a timestamp, an OPC UA node id, a Power Automate expression,
+        // a policy length, a short log session id, a concatenated connection string.
+        assert_kept("  \"timestamp\": \"2024-05-07T11:22:04.812+0000\", \"password\": \"********\"");
+        assert_kept("GET /api/v3/openOrders?symbol=ETHUSDT&timestamp=1716384120431&signature=638311fa0d99bcd153d5191a2ea389551fe1943731a1ae708c812b499fc38c1d");
+        assert_kept("ns=2;s=Line3.Press07.HydraulicPressure   Variable  Double   182.4");
+        assert_kept("\"authentication\": {\"type\": \"Basic\", \"username\": \"flow\", \"password\": \"@body('Get_secret')?['value']\"}");
+        assert_kept("- Human passwords: 16+ chars, MFA mandatory");
+        assert_kept("SecurityEvent=\"InvalidPassword\",AccountID=\"1002\",SessionID=\"d31b61020a387e8c1fcf57c1\",RemoteAddress=\"IPV4/UDP/1.2.3.4/5123\"");
+        assert_kept("cn.Open \"Provider=MSOLEDBSQL;Data Source=db;User ID=\" & user & \";Password=\" & pwd & \";\"\n    pwd = vbNullString");
+        assert_kept("X-Twilio-Signature: n7VIbNYCkUf9ZjgBa5ebrwbVZVx=\nI-Twilio-Idempotency-Token: bb2faabb-abad-4b8b-8600-f8b5b9bd2687");
+    }
+
     #[test]
     fn wallets_devices_and_clients() {
         let k = "5fc66cca4997eff09a95ffdca58bd824c61c3574ce019221dda7b72ca8fd134c";
