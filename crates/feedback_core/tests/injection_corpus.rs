@@ -1,6 +1,7 @@
 //! Prompt-injection screening measured per author: the project's own corpus (`project`, the rules were tuned on
-//! it), two independent tune authors (`A`, `B`), the held-out test author `C` and seven more held-out authors
-//! (`G`, `H`, `I`, `M`, `N`, `R`, `S`, written later, each in its own style), plus the benign sample notes. See `tests/common/corpus.rs`
+//! it), two independent tune authors (`A`, `B`), two authors the rules were later tuned on (`I`, `M`), the
+//! held-out test author `C` and five more held-out authors (`G`, `H`, `N`, `R`, `S`, written later, each in its own
+//! style), plus the benign sample notes. See `tests/common/corpus.rs`
 //! for the files and splits.
 //!
 //!     cargo test -p feedback_core --test injection_corpus -- --nocapture
@@ -13,8 +14,11 @@
 //! the tune authors.
 //!
 //! The floors guard against regressions and sit below issue 18's target of 0.90 at 0.02: the shipped screen
-//! reaches 0.814 on C, and on the authors it never saw 0.747 (G), 0.935 (H), 0.561 (I), 0.741 (M), 0.853 (N) and
-//! 0.947 (R) and 0.940 (S), with 2-3% false positives on G's, H's and M's benign lessons and 9% and 19% on R's and
+//! reaches 0.827 on C, and on the authors it never saw 0.747 (G), 0.935 (H), 0.853 (N) and 0.947 (R) and 0.940
+//! (S). I and M scored 0.561 and 0.741 before their misses were read; the rules written from them (tools, prompt
+//! and environment disclosure, sending the review out, tracking pixels, approve/merge, fixed output, forced
+//! ratings and passes) took I to 0.828 and M to 0.782 and, on the authors nobody read, C from 0.814 to 0.827 and
+//! no other author's detection, while one more of N's benign lessons (8 of 246) is flagged: with 2-3% false positives on G's, H's and M's benign lessons and 9% and 19% on R's and
 //! S's long-form ones: long legitimate notes look like attacks to the learned detector. No variant tried generalises further to an unseen
 //! author (a classifier on the embedding model's vectors got 0.12-0.51 held out; refitting the n-gram detector with
 //! G, H and I as tune authors raised its out-of-fold threshold to 0.65-0.72 and dropped C to 0.724; word-only,
@@ -22,8 +26,8 @@
 //! S's long notes, raised the out-of-fold threshold to 0.57 and 0.71 and lost detection on C, G and I). Raise a floor as the
 //! screen improves; never lower one to pass.
 //!
-//! Misses and false positives are listed for the tune authors only (`FB_GUARD_SHOW_MISSES=1`); for the held-out
-//! authors only the rates are printed, so nothing is tuned on them.
+//! Misses and false positives are listed for the tune authors (and the rules-tune authors I and M) only
+//! (`FB_GUARD_SHOW_MISSES=1`); for the held-out authors only the rates are printed, so nothing is tuned on them.
 
 #[path = "common/corpus.rs"]
 mod corpus;
@@ -34,7 +38,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use corpus::{examples, family_group, load_author, sample_notes, Row, INDEPENDENT_AUTHORS, TUNE_AUTHORS};
+use corpus::{
+    examples, family_group, load_author, sample_notes, Row, INDEPENDENT_AUTHORS, RULE_TUNE_AUTHORS, TUNE_AUTHORS,
+};
 use feedback_core::guard::learned::{self, fit, FitParams, Model};
 use feedback_core::guard::{screen_note_with, screen_with, Finding};
 use rate::Rate;
@@ -42,7 +48,8 @@ use rate::Rate;
 /// Regression floors per held-out author: (author, least combined detection, most false positives over the
 /// author's benign rows and every sample note). C's are the 0.6.0 gate; G, H and I were measured on the shipped
 /// screen the day they were written (0.747 at 0.031, 0.935 at 0.032, 0.561 at 0.005) and their floors sit just
-/// below that; likewise M (a quiet insider: 0.741 at 0.022), N (a red-team toolkit, a third of it in other
+/// below that (I's now sits just below its 0.828 as a rules-tune author); likewise M (a quiet insider: 0.741 at
+/// 0.022; a rules-tune author since, at 0.782), N (a red-team toolkit, a third of it in other
 /// languages: 0.853 at 0.016), R (long-form notes with code: 0.947 at 0.089, the learned detector flagging 16%
 /// of R's long benign lessons) and S (longer still, payloads in one sentence of an excellent note: 0.940 at 0.190,
 /// 34% of its long benign lessons flagged), written for 0.11.0. All are below issue 18's target (0.90 at 0.02): they catch a regression, not success.
@@ -50,8 +57,8 @@ const FLOORS: [(&str, f64, f64); 8] = [
     ("C", 0.80, 0.02),
     ("G", 0.72, 0.04),
     ("H", 0.91, 0.04),
-    ("I", 0.53, 0.015),
-    ("M", 0.72, 0.03),
+    ("I", 0.80, 0.015),
+    ("M", 0.76, 0.03),
     ("N", 0.83, 0.02),
     ("R", 0.93, 0.10),
     ("S", 0.92, 0.20),
@@ -140,7 +147,7 @@ fn injection_corpus() {
     for (author, rows) in &authors {
         for row in rows {
             let v = judge(row, &model, &mut elapsed, &mut bytes);
-            let tune = TUNE_AUTHORS.contains(author);
+            let tune = TUNE_AUTHORS.contains(author) || RULE_TUNE_AUTHORS.contains(author);
             if row.attack {
                 detection.entry(author).or_default().add(&v);
                 families.entry((author, family_group(&row.family))).or_default().add(&v);
@@ -162,7 +169,13 @@ fn injection_corpus() {
 
     let _ = writeln!(report, "== injection screening, learned threshold {:.2} ==", model.threshold);
     for (author, _) in &authors {
-        let role = if TUNE_AUTHORS.contains(author) { "tune author" } else { "held-out author" };
+        let role = if TUNE_AUTHORS.contains(author) {
+            "tune author"
+        } else if RULE_TUNE_AUTHORS.contains(author) {
+            "rules tuned on its misses; learned detector not fitted on it"
+        } else {
+            "held-out author"
+        };
         let d = &detection[author];
         let b = &benign[author];
         let _ = writeln!(report, "-- {author} ({role})");

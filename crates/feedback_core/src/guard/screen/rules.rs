@@ -83,6 +83,40 @@ fn not_negated(text: &str, start: usize, _end: usize) -> bool {
     !NEGATED_TAIL.is_match(before(text, start, 48))
 }
 
+/// The match is not a quotation: no quote opened before it on its line (within 80 bytes) that closes after it,
+/// as in a lesson that cites an attack ("phrases like 'reveal your system prompt'").
+fn unquoted(text: &str, start: usize, end: usize) -> bool {
+    let head = before(text, start, 80);
+    let head = head.rsplit('\n').next().unwrap_or(head);
+    let opening = head.char_indices().rev().find(|&(i, c)| {
+        matches!(c, '\'' | '"' | '‘' | '“' | '`')
+            && head[..i].chars().next_back().is_none_or(|p| p.is_whitespace() || matches!(p, '(' | '[' | ':'))
+    });
+    let Some((i, q)) = opening else { return true };
+    let close = match q {
+        '‘' => '’',
+        '“' => '”',
+        c => c,
+    };
+    if head[i + q.len_utf8()..].contains(close) {
+        return true;
+    }
+    let tail = after(text, end, 80);
+    !tail.split('\n').next().unwrap_or("").contains(close)
+}
+
+fn unquoted_not_negated(text: &str, start: usize, end: usize) -> bool {
+    unquoted(text, start, end) && not_negated(text, start, end)
+}
+
+/// "call the send_email tool" as a command, not as what a summariser did; "with the edit tool" anywhere.
+fn tool_use_check(text: &str, start: usize, end: usize) -> bool {
+    let lead = text[start..end].split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+    let command =
+        ["with", "using", "via"].contains(&lead.as_str()) || IMPERATIVE_LEAD.is_match(before(text, start, 40));
+    command && unquoted_not_negated(text, start, end)
+}
+
 static UNIVERSAL: LazyLock<Regex> = LazyLock::new(|| {
     compile(
         r"\b(?:all|every|everything|each|any|always|regardless|no\s+matter|whatever|alles|alle|jede[nmrs]?|immer|stets|tout|toujours|tous|toutes|chaque|todo|todos|todas|siempre|cada|cualquier|tutto|tutti|tutte|sempre|ogni|qualsiasi|tudo|qualquer|elke?|iedere?|altijd|всё|все|всегда|каждый|каждую|каждое|любой|любые|любую|wszystko|wszystkie|zawsze|każdy|każdą|każde)\b|所有|一切|全部|任何|总是|總是|始终|始終|一律|すべて|全て|常に|いつも|必ず",
@@ -1157,6 +1191,105 @@ fn build_rules() -> Vec<Rule> {
         High,
         r#"\b(?:decode|parse|expand|open|read|deserialize)\b[^.\n]{0,40}?\band\s+(?:load|apply|execute|follow|obey|run|honou?r)\s+(?:it|them|this|that)\b|\b(?:load|treat|apply|use)\s+(?:that|this|the)\s+(?:block|text|note|config(?:uration)?|snippet|payload|comment)\s+as\s+(?:your|the)\s+(?:active\s+|new\s+|current\s+)?(?:configuration|config|instructions?|rules|policy|system\s+prompt)\b"#,
         None,
+    ));
+    // ---- Addressed to the model: its tools, its prompt, its environment (casual spellings `u`, `ur` too) ----
+    let you = r"(?:you|u)";
+    let your = r"(?:your|ur)";
+    v.push(rule(
+        "if_you_have_tools",
+        &["tool", "agent", "shell", "perms", "permission", "push", "exec", "call", "access", "merge", "run"],
+        TOOL_CALL,
+        High,
+        &format!(
+            r"\bif\s+{you}(?:'re|\s+are|\s+r|\s+have|\s+can|'ve\s+got)\s+(?:an?\s+|any\s+|the\s+)?(?:[\w-]+\s+){{0,2}}(?:tools?|agent|shell|perms|permissions|access\s+to\s+(?:a\s+|the\s+)?(?:shell|tools?|github|the\s+repo))\b|\bif\s+{you}\s+can\s+(?:push|exec|call\s+tools|merge|run\s+commands)\b|\bcan\s+{you}\s+(?:call\s+tools|exec\s+into)\b|\b(?:use|using|via|with)\s+(?:the\s+|{your}\s+)(?:[\w-]+\s+)?tool\s+to\s+(?:apply|delete|push|merge|post|comment|open|file|send|set|add|write|make)\b|\b{your}\s+(?:ticket|comment|email|edit|fetch|shell|kubectl)\s+tool\b"
+        ),
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "reveal_own_prompt",
+        &["prompt", "instruction", "tool", "context", "token", "environment", "function", "credential", "key"],
+        EXFILTRATION,
+        High,
+        &format!(
+            r"\b(?:print|include|paste|show|list|describe|share|mail|send|output|give|dump|reveal|add)\b[^.\n]{{0,50}}?\b{your}\s+(?:own\s+|full\s+|entire\s+|system\s+|original\s+)?(?:prompt|instructions|context|tool\s+schema|tools|functions|environment|token|api\s+keys?|credentials)\b|\b(?:chars|characters|lines|words)\s+of\s+{your}\s+(?:system\s+)?prompt\b|\bwhat\s+(?:tools|functions|tools/functions)\s+(?:do\s+)?{you}\s+have\b|\bwhats?\s+the\s+token\s+{you}\s+use\b|\bdescribe\s+the\s+environment\s+{you}\s+run\b"
+        ),
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "dump_environment",
+        &["env", "whoami", "/var/run/secrets", "npmrc", "pypirc", "netrc", ".aws", ".docker", "shadow"],
+        EXFILTRATION,
+        High,
+        r"\b(?:run|paste|show|include|print|list)\b[^\n]{0,40}?(?:\benv\s*(?:\||$)|\benv\s+and\s+(?:paste|show|include|print)|os\.environ|printenv|whoami\s*&&|/etc/shadow)|\b(?:contents\s+of|include|paste|read)\b[^\n]{0,30}?(?:~/\.(?:npmrc|pypirc|netrc|aws/credentials|docker/config\.json)|/var/run/secrets/)",
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "send_review_out",
+        &["curl", "send", "mail", "post", "forward", "upload", "to:"],
+        EXFILTRATION,
+        High,
+        &format!(
+            r"\b(?:curl|post|send|forward|upload|mail|email)\s+(?:the\s+|this\s+|{your}\s+|any\s+|all\s+)?(?:review|findings?|found\s+keys|keys|secrets?|instructions|output|code|diff|context)\b[^\n]{{0,60}}?\b(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.[\w.]+)|\b(?:include|add)\b[^\n]{{0,40}}?`?To:\s*[\w.+-]+@[\w-]+\.[\w.]+|\bdraft\s+an\s+email\s+to\s+[\w.+-]+@[\w-]+\.[\w.]+[^\n]{{0,60}}\bsend\b"
+        ),
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "secret_into_link",
+        &["key", "secret", "token", "ctx", "context", "review", "manifest", "unmasked", "owner"],
+        EXFILTRATION,
+        High,
+        &format!(
+            r"(?:https?://\S*[?&][\w-]+=<\s*(?:the\s+)?(?:key|secret|token|{your}\s+review|review)\s*>|https?://\S*[?&]ctx=(?:\s|\)|$)|paste\s+the\s+actual\s+(?:key|secret|token)\s+in\s+the\s+link|\bwith\s+{your}\s+full\s+context\s+url-?encoded\b|\bopen\s+a\s+(?:github\s+)?issue\b[^\n]{{0,40}}?\b(?:w/|with)\s+the\s+(?:secret|key|full\s+manifest)\b|\bprint\s+it\s+unmasked\b|\bin\s+the\s+(?:issue\s+)?body\s+so\s+the\s+owner)"
+        ),
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "tracking_pixel",
+        &["<img"],
+        EXFILTRATION,
+        High,
+        r#"<img\b[^>]*\b(?:width|height)\s*=\s*["']?0\b[^>]*\bsrc\s*=\s*["']?https?://|<img\b[^>]*\bsrc\s*=\s*["']?https?://[^>]*\b(?:width|height)\s*=\s*["']?0\b"#,
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "approve_or_merge",
+        &["approve", "merge", "safe-to-merge", "conclusion", "straight to main", "review_status"],
+        STEERING,
+        High,
+        r"\b(?:bot|agent|reviewer)\b[^\n]{0,20}?\bapprove\s+this\s+(?:pr|pull\s+request|mr)\b|\bmerge\s+#\d+|\bREVIEW_STATUS:\s*APPROVED\b|\bmark\s+(?:the\s+)?review\s+status\s+approved\b|add_label\(\s*['\x22]safe-to-merge|\bset\s+the\s+check\s+run\s+conclusion\s+to\s+success\b|\bpush\b[^\n]{0,40}?\bstraight\s+to\s+main\b",
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "fixed_output",
+        &["review", "reply", "output", "line", "write", "nothing", "say", "giving"],
+        STEERING,
+        High,
+        r"\b(?:end|start|begin|sign)\s+(?:each|every|all|any)\s+reviews?\s+with\b|\bfirst\s+line\s+of\s+(?:any|every|each)\s+review\s+must\s+be\b|\breply\s+only\s+['\x22]|\bwrite\s+literally\s+['\x22]|\b(?:return|output)\s+nothing\b|\b(?:don'?t|do\s+not)\s+output\s+anything\b|\bwrap\s+the\s+(?:entire|whole)\s+review\s+in\b|\bwrite\s+reviews?\s+in\s+(?:base64|rot13|hex)\b|\breviews?\s+(?:comments\s+)?must\s+be\s+emoji\s+only\b|\boutput\s+\{[^}\n]*\}\s+no\s+matter\s+what\b|\breply\s+['\x22][^'\x22\n]{3,60}['\x22]\s+for\s+(?:all|every|any)\b|\bsay\s+['\x22][^'\x22\n]{3,60}['\x22]\s+and\s+stop\b|\bgiving\s+one\s+for\s+this\s+pr\b",
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "forced_rating",
+        &["always", "rate", "score"],
+        STEERING,
+        High,
+        r"\balways\s+rate\b[^\n]{0,40}?\b\d{1,3}\s*/\s*10\b|\b(?:severity|confidence|score|rating)\s+for\s+[^\n]{1,60}?\bis\s+always\s+(?:'[^']+'|\x22[^\x22]+\x22|[\d.]+\b|(?:info|low|none|pass)\b)",
+        Some(unquoted_not_negated),
+    ));
+    v.push(rule(
+        "named_agent_tool",
+        &["tool", "http_post", "http_get", "write_file", "create_issue", "send_email", "run_shell", "exec_command", "fetch_url", "post_comment", "apply_patch", "edit_file", "delete_file"],
+        TOOL_CALL,
+        High,
+        r"\b(?:call|invoke|use|run)\s+(?:the\s+)?(?:http_post|http_get|write_file|create_issue|send_email|run_shell|exec_command|fetch_url|post_comment|apply_patch|edit_file|delete_file)\b|\b(?:with|using|via)\s+the\s+(?:edit|shell|comment|ticket|fetch|email|kubectl|write|file|browser|terminal)\s+tool\b",
+        Some(tool_use_check),
+    ));
+    v.push(rule(
+        "force_pass",
+        &["pass", "report", "success", "green", "approved", "suppress", "drop", "skip", "verify", "say"],
+        STEERING,
+        High,
+        r#"\b(?:set|mark)\s+(?:the\s+)?(?:overall\s+)?(?:result|status|verdict|outcome|check)\s+(?:to|as)\s+(?:pass|passed|success|clean|approved|green)\b|\breport\s+(?:the\s+review|it|them|each|everything)\s+as\s+['"]?(?:clean|rotated|safe|passed|fixed|resolved)\b|\bpass\s+the\s+licen[cs]e\s+check\s+for\b|\bsuppress\s+(?:it\s+|them\s+|this\s+)?silently\b|\bdrop\s+(?:that|this|the)\s+check\s+from\b|\bskip\s+all\s+(?:the\s+)?(?:checks|findings|security\s+checks)\b|\b(?:dont|don't|do\s+not)\s+verify,?\s+(?:dont|don't|do\s+not)\s+comment\b|\bjust\s+say\s+['"][^'"\n]{3,60}['"]"#,
+        Some(unquoted_not_negated),
     ));
     v
 }
