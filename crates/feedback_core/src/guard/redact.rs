@@ -69,7 +69,7 @@ static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[REDACTED:[
 /// Groups: 1 key, 2 separator, 3 double-quoted value, 4 single-quoted value, 5 bare value.
 fn assignment(key: &str) -> String {
     format!(
-        r#"(?:^|[^A-Za-z0-9_.-])((?i:{key}))["']?\]?([ \t]*(?:=>|:=|\?=|\|\|=|==|=|:)[ \t]*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s,;'"`)\]}}<>&]{{1,300}}))"#
+        r#"(?:^|[^A-Za-z0-9_.-])((?i:{key}))["']?\]?([ \t]*(?:=>|:=|\?=|\|\|=|==|=|:|<-)[ \t]*)(?:"((?:[^"\\\n]|\\.){{0,300}})"|'((?:[^'\\\n]|\\.){{0,300}})'|([^\s,;'"`)\]}}<>&]{{1,300}}))"#
     )
 }
 
@@ -120,7 +120,7 @@ fn attribute_over(names: &str) -> String {
 const DECLARED_KEY_NAME: &str = "secret|token|api-?key|api_key|apikey|credential|key";
 
 const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*|[A-Z0-9]+PW|[a-z0-9]+pw";
-const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_-]?key|apikey|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret|key[_-]?(?:base64|b64|hex|bytes))[A-Za-z0-9_.-]*";
+const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_.-]?key|apikey|consumer[_-]?key|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret|key[_-]?(?:base64|b64|hex|bytes)|(?:signing|encryption|aes|cipher)[_-]?iv)[A-Za-z0-9_.-]*";
 
 static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
     // The header, optional `Proc-Type:`-style lines, then a base64 body (a bare header in prose is not a key).
@@ -365,7 +365,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // placeholder (an AWS key id), the host empty (Airflow's `aws://KEY:SECRET@/?region_name=…`).
         secret(
             "url_password",
-            r#"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://(?:\[REDACTED:[a-z0-9_]+\]|[^\s:/@'"<>]*):([^\s/'"<>]+)@(?:[A-Za-z0-9.\[_-]|/[?\s'"]|/$)"#,
+            r#"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://(?:\[REDACTED:[a-z0-9_]+\]|[^\s:/@'"<>]*):([^\s/'"<>]+)@(?:[A-Za-z0-9.\[_-]|/[?\s'"]|/$|\?[\w.-]+=)"#,
             &[1],
             Some(url_password_valid),
         )
@@ -459,7 +459,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         .needs(&["mysql", "mariadb"]),
         secret(
             "password_assignment",
-            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p|podman\s+login\b[^\n]*?\s-p|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+(?:-\S+\s+)*-[a-zA-Z]*b[a-zA-Z]*\s+(?:-\S+\s+)*\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|\bnet[ \t]+user[ \t]+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"']+))"#,
+            r#"\b(?:sshpass\s+-p|docker\s+login\b[^\n]*?\s-p=?|podman\s+login\b[^\n]*?\s-p=?|redis-cli\b[^\n]*?\s-a|ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n]*?\s-w|htpasswd\s+(?:-\S+\s+)*-[a-zA-Z]*b[a-zA-Z]*\s+(?:-\S+\s+)*\S+\s+\S+|rabbitmqctl\s+(?:add_user|change_password)\s+\S+|\bnet[ \t]+user[ \t]+\S+|smbpasswd\b[^\n]*?\s-w|useradd\b[^\n]*?\s-p|wget\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password=?)\s*(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"']+))"#,
             &[1, 2, 3],
             Some(cli_password_valid),
         )
@@ -505,6 +505,14 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(quoted_flag_password_valid),
         )
         .needs(&["-u", "-au", "-U", "--user"]),
+        // An API key as curl's user name with a throwaway password (`curl -u 'KEY:X'`, Freshdesk, Harvest).
+        secret(
+            "api_key_assignment",
+            r#"(?:^|\s)(?:-u|--user)[\s=]+["']?([A-Za-z0-9_-]{16,100}):[^\s"'@]{0,2}["']?(?:\s|$)"#,
+            &[1],
+            Some(user_key_valid),
+        )
+        .needs(&["-u", "--user"]),
         // Impacket's and its kin's targets: `domain/user:'password'@host`, `'DOMAIN/user:password@10.0.0.5'`.
         secret(
             "password_assignment",
@@ -600,10 +608,67 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `ek.set_app_key('…')`): a long mixed-case literal, or a hex one to a function named for a key.
         secret(
             "api_key_assignment",
-            r#"\b([A-Za-z_][\w.]*)\(\s*(?:[^()\n]*?,\s*)?["']([A-Za-z0-9_-]{30,100})["']"#,
+            r#"\b([A-Za-z_][\w.]*)\(\s*(?:[^()\n]*?,\s*)?["']([A-Za-z0-9_+/=-]{30,200})["']"#,
             &[2],
             Some(call_key_valid),
         ),
+        // A stream key as the last segment of an RTMP URL (`rtmp://a.rtmp.youtube.com/live2/xxxx-xxxx-xxxx-xxxx`,
+        // Facebook's `FB-…`), and AWS IVS stream keys (`sk_us-west-2_…`).
+        secret(
+            "api_key_assignment",
+            r#"\brtmps?://[^\s/'"]+/(?:[^\s'";]*/)?([A-Za-z0-9_-]{16,200})(?:[\s'";?]|$)"#,
+            &[1],
+            Some(stream_key_valid),
+        )
+        .needs(&["rtmp"]),
+        secret("api_key_assignment", r"\b(sk_[a-z]{2}-[a-z]+-\d_[A-Za-z0-9]{20,})\b", &[1], None).needs(&["sk_"]),
+        // Raw DRM content keys: `key_id=<hex>:key=<hex>` (Shaka Packager, Bento4).
+        secret("hex_key", r"\bkey_?id=[0-9a-fA-F]{32}:key=([0-9a-fA-F]{32})\b", &[1], None).needs(&["key"]),
+        // `<entry key="passwd">X</entry>`, `<property name="password">X</property>`: an element named by its key.
+        secret(
+            "password_assignment",
+            r#"<([\w:.-]+)\s+(?:key|name)="[^"\n]*(?i:passw(?:or)?d|pwd)[^"\n]*"\s*>([^<\n]{1,200})</[\w:.-]+>"#,
+            &[2],
+            Some(keyed_element_valid),
+        )
+        .needs(&["pass", "pwd"]),
+        // An Authorization header with any scheme word (`FlespiToken X`, `SSWS X`, `Token token=X` is the key rules').
+        secret(
+            "bearer_token",
+            r"(?i:\bauthorization\b)[\x22']?[ \t]*:[ \t]*[\x22']?([A-Za-z][\w-]{1,30})[ \t]+([A-Za-z0-9._~+/-]{20,}=*)",
+            &[2],
+            Some(scheme_token_valid),
+        )
+        .needs(&["authorization"]),
+        // A secret-named JSON key holding an array of secrets: `"CLIENT_SECRETS": ["p8e-…"]`.
+        secret(
+            "api_key_assignment",
+            &format!(r#""((?i:{API_KEY}))"\s*:\s*\[\s*"([^"\n]{{8,300}})""#),
+            &[2],
+            Some(array_secret_valid),
+        )
+        .needs(&["secret", "token", "key"]),
+        // An upper-case constant or variable named `*_KEY` holding a random value (`VC_KEY = "DWU2…"`,
+        // `YOUTUBE_BACKUP_KEY: oxg9-…`): not a sort, cache or public key.
+        secret(
+            "api_key_assignment",
+            r#"(?m)^[ \t]*(?:export[ \t]+|(?:const|let|var|final|static|private|public)[ \t]+(?:\w+[ \t]+)?)?([A-Z][A-Z0-9_]*_KEY)[ \t]*(?:=|:)[ \t]*["']?([A-Za-z0-9+/=_-]{20,200})["']?[ \t]*;?[ \t]*\r?$"#,
+            &[2],
+            Some(upper_key_valid),
+        )
+        .needs(&["_key"]),
+        // OpenWeatherMap-style `appid`: 32 hex digits.
+        secret("api_key_assignment", r#"(?i:\b\w*app_?id\b)["']?\s*(?:=|:|,)\s*["']?([0-9a-f]{32})\b"#, &[1], None)
+            .needs(&["appid", "app_id"]),
+        // Publishing tokens as a short flag: `vsce publish -p X`, `ovsx publish -p X`; Sparkle's `sign_update -s X`.
+        secret(
+            "api_key_assignment",
+            r"\b(?:vsce|ovsx)\b[^\n]*?\s-(?:p|-pat)\s+([A-Za-z0-9_-]{20,})",
+            &[1],
+            None,
+        )
+        .needs(&["vsce", "ovsx"]),
+        secret("private_key_pem", r"\bsign_update\b[^\n]*?\s-s\s+([A-Za-z0-9+/]{40,}={0,2})", &[1], None).needs(&["sign_update"]),
         secret(
             "vault_token",
             r"\bvault\s+login\s+(?:-[\w-]+(?:=\S+)?\s+)*(?:token=)?([^\s-]\S{15,})",
@@ -1355,7 +1420,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // "shared their API key: X"), or on the line after a command that prints one.
         secret(
             "high_entropy_token",
-            r#"(?:^|[\s(\[{"'`:=,>«“„])([^\s"'`«»“”„()\[\]{}<>,]{7,199}[^\s"'`«»“”„()\[\]{}<>,.;:!?])"#,
+            r#"(?:^|[\s(\[{"'`:=,>«“„])([^\s"'`«»“”„()\[\]{}<>,]{7,999}[^\s"'`«»“”„()\[\]{}<>,.;:!?])"#,
             &[1],
             Some(prose_token_valid),
         )
@@ -1393,6 +1458,15 @@ fn redact_echoes(text: String, kinds: &mut Vec<&'static str>) -> String {
     found.retain(|(v, _)| seen.insert(v.clone()));
     let mut text = text;
     for (value, kind) in found {
+        // A value read up to an escaped line break (`…MVRYV2\n  domain:` in a dumped YAML string) stands elsewhere
+        // without it.
+        let mut value = value.as_str();
+        while let Some(v) =
+            value.strip_suffix("\\n").or_else(|| value.strip_suffix("\\r")).or_else(|| value.strip_suffix("\\t"))
+        {
+            value = v;
+        }
+        let value = value.to_string();
         if value.chars().count() < 8 || !(credential_shaped(&value) || password_like(&value)) || is_placeholder(&value)
         {
             continue;
@@ -2389,9 +2463,10 @@ fn call_key_valid(caps: &Captures, text: &str) -> bool {
     }
     let window = line_window(text, caps.get(2).map_or(0, |m| m.start()), caps.get(2).map_or(0, |m| m.end()))
         .to_ascii_lowercase();
-    let hashy = ["sha", "hash", "digest", "commit", "checksum", "fingerprint", "etag", "uuid", "revision", "base64"]
-        .iter()
-        .any(|w| window.contains(w));
+    let hashy =
+        ["sha", "hash", "digest", "commit", "checksum", "fingerprint", "etag", "uuid", "revision", "base64", "basic"]
+            .iter()
+            .any(|w| window.contains(w));
     if hashy {
         return false;
     }
@@ -2400,6 +2475,57 @@ fn call_key_valid(caps: &Captures, text: &str) -> bool {
     } else {
         mixed && (keyed || entropy(v) >= 4.5)
     }
+}
+
+/// `<entry key="passwd">X</entry>`: not an Android `<string>` (UI text), and a value shaped like a password.
+fn keyed_element_valid(caps: &Captures, _text: &str) -> bool {
+    let element = group(caps, &[1]).to_ascii_lowercase();
+    let v = group(caps, &[2]);
+    !["string", "item", "plurals", "label", "message", "text"].contains(&element.as_str())
+        && !v.contains(char::is_whitespace)
+        && (password_like(v) || credential_shaped(v))
+        && !is_placeholder(v)
+        && !is_code_reference(v)
+}
+
+fn user_key_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    looks_random(v) && v.chars().any(|c| c.is_ascii_digit()) && !identifier_like(v) && !is_slug(v)
+}
+
+fn stream_key_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    v.chars().any(|c| c.is_ascii_digit())
+        && v.chars().any(|c| c.is_ascii_alphabetic())
+        && !is_slug(v)
+        && !v.contains('.')
+}
+
+/// A token after a scheme the bearer and basic rules do not know.
+fn scheme_token_valid(caps: &Captures, _text: &str) -> bool {
+    let scheme = group(caps, &[1]).to_ascii_lowercase();
+    let v = group(caps, &[2]);
+    let known = ["bearer", "basic", "digest", "negotiate", "ntlm", "token", "aws4-hmac-sha256", "hmac"]
+        .contains(&scheme.as_str());
+    !known
+        && looks_random(v)
+        && !camel_identifier(v)
+        && !identifier_like(v)
+        && !is_placeholder(v)
+        && !is_code_reference(v)
+}
+
+fn array_secret_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]).to_ascii_lowercase();
+    let v = group(caps, &[2]);
+    key_name(&key) && !NON_SECRET_KEY.is_match(&key) && looks_random(v) && !is_placeholder(v) && !v.contains(' ')
+}
+
+fn upper_key_valid(caps: &Captures, _text: &str) -> bool {
+    let key = group(caps, &[1]).to_ascii_lowercase();
+    let v = group(caps, &[2]);
+    let public = ["public", "site", "publishable", "pub_", "_pub", "_id"].iter().any(|w| key.contains(w));
+    key_name(&key) && !public && looks_random(v) && !is_placeholder(v) && !is_path(v) && !hex_number_or_address(v)
 }
 
 fn key_or_psk_name(n: &str) -> bool {
@@ -2627,7 +2753,7 @@ fn prose_token_valid(caps: &Captures, text: &str) -> bool {
             .expect("secret words")
     });
     static NOT_SECRET_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace|trace[\s_-]?id|change-id|changeid|device[\s_-]?token|registration[\s_-]?token|push[\s_-]?token|apns|fcm|sitekey|site[\s_-]?key|kid|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2|thumbprint|tx|txn|txid|transaction)\b")
+        Regex::new(r"(?i)\b(?:commit|commits|sha|sha1|sha256|sha512|hash|digest|checksum|revision|rev|merge|merged|cherry-pick|image|tag|build|version|request[\s_-]?id|trace|trace[\s_-]?id|change-id|changeid|device[\s_-]?token|registration[\s_-]?token|push[\s_-]?token|apns|fcm|sitekey|site[\s_-]?key|kid|correlation|span|uuid|guid|etag|integrity|fingerprint|public[\s_-]?key|publickey|publishable|pubkey|ssh-rsa|ssh-ed25519|ecdsa-sha2|gpg|pgp|list-keys|list-secret-keys|keyid|key\s+id|pub|uid|kty|jwks|x5c|modulus|exponent|aqab|nonce|salt|hash|hashed|bcrypt|argon2|thumbprint|tx|txn|txid|transaction|boarding\s+pass|project[\s_-]?token)\b")
             .expect("non-secret context")
     });
     let Some(m) = caps.get(1) else { return false };
@@ -2712,7 +2838,7 @@ fn credential_shaped(v: &str) -> bool {
         return false;
     }
     static NOT_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^(?:AC|MG|PN|SM|MM|CA|RE|IS|WS|HS|CF|QU|FW|MS|VA|SK)[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$|^\d+\*[A-Za-z_][\w.]*$|^[A-Za-z]+(?:;[A-Za-z]+)+$|^[VDIWEF]/[\w.$-]+$|[/=:]\$$|^S-1-\d+(?:-\d+)+$")
+        Regex::new(r"^\$(?:2[abxy]?|1|5|6|7|y|argon2(?:id|i|d)?|pbkdf2(?:-sha\d+)?|scrypt|sha1)\$|^(?:pbkdf2_sha\d+|bcrypt_sha256|argon2|scrypt)\$|A-Z|a-z|0-9|\\[dwsbDWS]|\(\?[=!:<]|^[@:/.#-]|\$[A-Za-z_{(]|\.\.\.|…|^pk_(?:live|test)_|^(?:AC|MG|PN|SM|MM|CA|RE|IS|WS|HS|CF|QU|FW|MS|VA|SK)[0-9a-f]{32}$|^AAAA[A-Z0-9]|^(?:key|req|cus|evt|ch|pi|pm|sub|in|prod|price|acct|txn|ord|usr|user|org|team|proj|run|job|msg|id|sess|tok)_[A-Za-z0-9]+$|\.[a-z]{1,5}:\d+$|^[\w-]+(?:\.[\w-]+)+\.[a-z]{2,12}$|^\d+\*[A-Za-z_][\w.]*$|^[A-Za-z]+(?:;[A-Za-z]+)+$|^[VDIWEF]/[\w.$-]+$|[/=:]\$$|^S-1-\d+(?:-\d+)+$|^(?:age|npub|bc|tb|ltc|cosmos|osmo|addr)1[02-9ac-hj-np-z]{20,}$")
             .expect("not a token")
     });
     // `TLSConnect=psk`: a setting and its word; `2024_03_05_101600_drop_secret_santa`: a migration's name;
@@ -2720,6 +2846,12 @@ fn credential_shaped(v: &str) -> bool {
     let setting_word = v
         .split_once('=')
         .is_some_and(|(_, w)| !w.is_empty() && w.len() <= 12 && w.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+    // `water%20quality&page`: URL-encoded words; `~/.synapseConfig`: a path; `eyJhbGciOi…` alone: a JWT's
+    // header (public: it names the algorithm), not its signed token.
+    let jwt_header = (v.starts_with("eyJhbGciOi") || v.starts_with("eyJ0eXAiOi")) && !v.contains('.');
+    if v.contains("%20") || v.starts_with("~/") || v.starts_with("./") || v.starts_with("../") || jwt_header {
+        return false;
+    }
     // `TimeoutMS="{x:Null}"`: an attribute's name up to its `=`.
     let attribute_name =
         v.strip_suffix('=').is_some_and(|n| n.len() < 16 && n.chars().all(|c| c.is_ascii_alphabetic()));
@@ -3143,6 +3275,7 @@ fn not_a_password_key(key: &str) -> bool {
     ]
     .iter()
     .any(|w| k.ends_with(w))
+        || ["passenger", "passage", "passport", "passthrough", "passthru"].iter().any(|w| k.contains(w))
         // `-no-pass`, `--no-password`, `nopasswd`: a switch saying there is none.
         || ["no-pass", "no_pass", "nopass", "no-password", "no_password", "nopassword"]
             .iter()
@@ -3600,11 +3733,15 @@ fn api_key_valid(caps: &Captures, text: &str) -> bool {
         // `"sha256=5a97…"`: a digest (an expected webhook signature), which its algorithm's name leads.
         || ["sha1=", "sha256=", "sha512=", "md5="].iter().any(|p| value.to_ascii_lowercase().starts_with(p))
         || value.contains("://")
-        || lower_key.contains("author")
+        || lower_key.contains("author") && !lower_key.contains("authorization")
         || (lower_key == "signingkey" && value.len() <= 40 && value.chars().all(|c| c.is_ascii_hexdigit()))
         // An Ed25519 or RSA signature in hex (an update manifest's): made with a key, not one. PayPal's
         // `api_signature` is a credential and is not hex.
         || (lower_key.ends_with("signature") && value.len() >= 128 && value.chars().all(|c| c.is_ascii_hexdigit()))
+        // …or in base64 (Sparkle's `edSignature`, 64 bytes): an update's signature, published with it.
+        || (lower_key.ends_with("signature")
+            && value.len() >= 86
+            && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')))
         // `"tokenTotal": "0x3635c9adc5dea00000"`: a number or an address in hex, not a key.
         || hex_number_or_address(value)
         || path_like(value)
@@ -3683,7 +3820,7 @@ fn is_code_reference(v: &str) -> bool {
 /// (`changeme-prod-ES-77!`) is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|@\w+\(.*|@\{.*|&&?[A-Za-z_]\w*\.?|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?-i:(?:password|passwd|secret|changeit)\d{1,4})|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|@\w+\(.*|@\{.*|@(?:keychain|env):[\w.-]+|&&?[A-Za-z_]\w*\.?|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?-i:(?:password|passwd|secret|changeit)\d{1,4})|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
@@ -3716,6 +3853,11 @@ fn is_slug(v: &str) -> bool {
 /// An identifier made mostly of lowercase word runs: `OAuth2PasswordBearer`, `TokenRefreshInterceptor`.
 fn identifier_like(v: &str) -> bool {
     if !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return false;
+    }
+    // `mml5h8kitvozm42izt9r2hv1iajko621`: letters and digits interleaved many times is a generated token.
+    let digit_runs = v.as_bytes().windows(2).filter(|w| !w[0].is_ascii_digit() && w[1].is_ascii_digit()).count();
+    if v.len() >= 16 && digit_runs >= 4 {
         return false;
     }
     let mut covered = 0;
@@ -4756,6 +4898,99 @@ mod tests {
 
     /// Wallets, node providers, device keys and the clients that take a password; and the public values of the
     /// same fields (addresses, transaction hashes, program ids, signatures, test mnemonics) that stay.
+    #[test]
+    fn media_logistics_and_weather_apis() {
+        // Stream keys, DRM content keys, keyed XML entries, any Authorization scheme, arrays of secrets.
+        assert_redacts(
+            "ffmpeg -re -i in.mp4 -f flv rtmp://a.rtmp.youtube.com/live2/qx7m-2kd9-wp4z-8trb-hy3v",
+            "qx7m-2kd9-wp4z-8trb-hy3v",
+            "api_key_assignment",
+        );
+        assert_kept("push rtmp://127.0.0.1:1935/live/stream;");
+        assert_redacts(
+            "\"value\": \"sk_eu-west-1_Qm4Zt8Lw2Pq9Xv7Rk3Nb6Yc1\"",
+            "sk_eu-west-1_Qm4Zt8Lw2Pq9Xv7Rk3Nb6Yc1",
+            "api_key_assignment",
+        );
+        let k = "5c1f2a3b4d5e6f708192a3b4c5d6e7f8";
+        assert_redacts(&format!("--keys label=HD:key_id=00112233445566778899aabbccddeeff:key={k}"), k, "hex_key");
+        assert_redacts("<entry key=\"passwd\">Gq9-vRt2&xW_</entry>", "Gq9-vRt2&xW_", "password_assignment");
+        assert_kept("<string name=\"password_hint\">Introduce tu contraseña</string>");
+        assert_redacts(
+            "-H \"Authorization: FleetToken Zp4Lm8Qw2Rt6Yx0Nc3Vb7Kj1Hg5Df9Sa\"",
+            "Zp4Lm8Qw2Rt6Yx0Nc3Vb7Kj1Hg5Df9Sa",
+            "bearer_token",
+        );
+        assert_kept("request.Headers.Authorization = new AuthenticationHeaderValue(\"Basic\", raw);");
+        assert_redacts(
+            "  \"CLIENT_SECRETS\": [\"p8e-Qw7Zr2Lm9Xk4Vt6Yb1Nc3\"],",
+            "p8e-Qw7Zr2Lm9Xk4Vt6Yb1Nc3",
+            "api_key_assignment",
+        );
+        // Names: `*_KEY` constants, `api.key`, `Consumer-Key`, signing IVs, R's `<-`, `appid`.
+        assert_redacts("VC_KEY = \"QW2E1RTYU8KL9ZXC637J1VBNM\"", "QW2E1RTYU8KL9ZXC637J1VBNM", "api_key_assignment");
+        assert_kept("PARTITION_KEY = \"tenant_id_and_created_at_day\"");
+        assert_redacts(
+            "carrier.api.key=k830b7a73e13cbe7ef182d20b263428f",
+            "k830b7a73e13cbe7ef182d20b263428f",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            "Consumer-Key: Q8831kyA0lkWrj1YK8Cx0cXx7EuhHrmZ",
+            "Q8831kyA0lkWrj1YK8Cx0cXx7EuhHrmZ",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            "noaa_token <- \"UdjKWmzUgySPcIOZjYskmzkdwzXWWFGq\"",
+            "UdjKWmzUgySPcIOZjYskmzkdwzXWWFGq",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            "OWM_APPID = \"2e572f3a2a2a0e2be7cd761534588627\"",
+            "2e572f3a2a2a0e2be7cd761534588627",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            "WEBHOOK_SECRET=nnl5h8kitvozm42izt9r2hv1iajko622",
+            "nnl5h8kitvozm42izt9r2hv1iajko622",
+            "api_key_assignment",
+        );
+        // Keys as curl's user, in an Airflow URI with no host, to publishing tools.
+        assert_redacts(
+            "curl -s -u '8bWsjXC6HzCfH1oWAC5p:X' https://acme.helpdesk.example/api/v2/tickets",
+            "8bWsjXC6HzCfH1oWAC5p",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            "export AIRFLOW_CONN_CRM='salesforce://svc%40acme.example:HQEOCuR_eu2ENeQh@?extra__x=1'",
+            "HQEOCuR_eu2ENeQh",
+            "url_password",
+        );
+        assert_redacts(
+            "npx @vscode/vsce publish -p hkgn3folwi3o7yjjnizmyk54suyqbks4y2doyu35thbuhlgq25mc",
+            "hkgn3folwi3o7yjjnizmyk54suyqbks4y2doyu35thbuhlgq25mc",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            "docker login -u=\"lab+ci\" -p=\"Y9872TBRGVSS5WBIYUESXH72HW377NT8\" quay.io",
+            "Y9872TBRGVSS5WBIYUESXH72HW377NT8",
+            "password_assignment",
+        );
+        // Kept: public recipients, update signatures, JWT headers, URL-encoded words, references and paths.
+        assert_kept("    age: age1wymzwfgz7m4fq4n0cxk6l6trrvcn3g9tfxqrpyd8kl7d36swevmssqpkdx0");
+        assert_kept(&format!(
+            "sparkle:edSignature=\"{}==\" length=\"48210977\"",
+            "z0Kk1LGnUPyA9OzYpyf8kz7F6m2hqvzc7RGGlKGC6H9b9C2M/NtwU4Nay2pPGX5OogmuqgMGCSidDnWqh87g6w"
+        ));
+        assert_kept(
+            "SAMPLE = (\"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\"  # the header; the signing secret is elsewhere",
+        );
+        assert_kept("curl \"https://api.example.gov/v4/docs?filter[searchTerm]=water%20quality&api_key=DEMO_KEY\"");
+        assert_kept("syn.login()   # uses the auth token from the environment or ~/.synapseConfig");
+        assert_kept("  --password \"@keychain:AC_PASSWORD\" \\");
+        assert_kept("<PassengerTypeQuantity Code=\"ADT\" Quantity=\"2\"/>");
+    }
+
     #[test]
     fn telecom_security_tooling_and_wire_formats() {
         // Short password flags of any program, and after a user flag.
