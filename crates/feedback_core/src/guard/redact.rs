@@ -119,7 +119,7 @@ fn attribute_over(names: &str) -> String {
 /// Words of a declared name whose attribute's literal is a key: a secret's, and a bare `key`.
 const DECLARED_KEY_NAME: &str = "secret|token|api-?key|api_key|apikey|credential|key";
 
-const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*|[A-Z0-9]+PW|[a-z0-9]+pw";
+const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword|pswd)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*|[A-Z0-9]+PW|[a-z0-9]+pw";
 const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_.-]?key|apikey|consumer[_-]?key|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret|key[_-]?(?:base64|b64|hex|bytes)|(?:signing|encryption|aes|cipher)[_-]?iv)[A-Za-z0-9_.-]*";
 
 static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
@@ -382,7 +382,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Signed URLs and tokens in query strings.
         secret(
             "url_token",
-            r#"[?&;]((?i:x-amz-signature|x-amz-security-token|x-amz-credential|x-goog-signature|x-goog-credential|signature|sig|access_token|id_token|refresh_token|auth_token|api_token|private_token|apikey|api_key|api-key|key|token|auth|secret|client_secret|password|passwd|pwd|code|session|sessionid|jwt|hmac|ticket|otp|t|s|k|st|sk))=([^&;\s#"'<>`\\]+)"#,
+            r#"[?&;]((?i:x-amz-signature|x-amz-security-token|x-amz-credential|x-goog-signature|x-goog-credential|signature|sig|access_token|id_token|refresh_token|auth_token|api_token|private_token|apikey|api_key|api-key|key|token|auth|secret|client_secret|code_verifier|client_assertion|password|passwd|pwd|code|session|sessionid|jwt|hmac|ticket|otp|t|s|k|st|sk))=([^&;\s#"'<>`\\]+)"#,
             &[2],
             Some(url_token_valid),
         ),
@@ -608,7 +608,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // `ek.set_app_key('…')`): a long mixed-case literal, or a hex one to a function named for a key.
         secret(
             "api_key_assignment",
-            r#"\b([A-Za-z_][\w.]*)\(\s*(?:[^()\n]*?,\s*)?["']([A-Za-z0-9_+/=-]{30,200})["']"#,
+            r#"\b([A-Za-z_][\w.]*)\(\s*(?:[^()\n]*?,\s*)?["']([A-Za-z0-9_+/=-]{24,200})["']"#,
             &[2],
             Some(call_key_valid),
         ),
@@ -669,6 +669,61 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         )
         .needs(&["vsce", "ovsx"]),
         secret("private_key_pem", r"\bsign_update\b[^\n]*?\s-s\s+([A-Za-z0-9+/]{40,}={0,2})", &[1], None).needs(&["sign_update"]),
+        // A password element whose value sits in a child (`<AdministratorPassword><Value>X</Value>`, unattend.xml).
+        secret(
+            "password_assignment",
+            r"<[\w:.-]*(?i:password|passwd|pswd|passphrase)[\w:.-]*>\s*<(?:[\w-]+:)?Value>([^<\n]{1,200})</(?:[\w-]+:)?Value>",
+            &[1],
+            Some(literal_valid_any),
+        )
+        .needs(&["value>"]),
+        // Network gear: `key X` under a TACACS+/RADIUS server, FortiOS `set psksecret X` / `set passwd X`.
+        secret(
+            "password_assignment",
+            r"(?m)^[ \t]+(?:key|server-key|pre-shared-key)[ \t]+(?:[07][ \t]+)?(\S{6,200})[ \t]*\r?$",
+            &[1],
+            Some(aaa_key_valid),
+        )
+        .needs(&["key"]),
+        secret(
+            "password_assignment",
+            r"(?m)\bset[ \t]+(?:psksecret|passwd|password|secret|psk|auth-password|sso-password|keystring|key)[ \t]+(\S{4,200})[ \t]*\r?$",
+            &[1],
+            Some(set_secret_valid),
+        )
+        .needs(&["set "]),
+        // A key element holding hex key material (`<UpdateKey algorithm="AES-256">8400…</UpdateKey>`).
+        secret(
+            "hex_key",
+            r"<([\w:.-]*Key)\b[^>\n]*>([0-9A-Fa-f]{32}|[0-9A-Fa-f]{48}|[0-9A-Fa-f]{64})</[\w:.-]+>",
+            &[2],
+            Some(key_element_valid),
+        )
+        .needs(&["key"]),
+        // T-SQL named arguments with N'' literals: `@rmtpassword = N'X'`.
+        secret(
+            "password_assignment",
+            r"(?i:@\w*(?:password|passwd|pwd)\w*)\s*=\s*N'([^'\n]{1,200})'",
+            &[1],
+            Some(literal_valid_any),
+        )
+        .needs(&["@"]),
+        // A password given on the line after its label ("Password for RFI-0214.pdf (Rev 7):" / the value).
+        secret(
+            "password_assignment",
+            r"(?im)\b(?:password|passphrase|passcode|pin)\b[^\n]{0,80}:[ \t]*\r?\n[ \t]*([^\s]{6,64})[ \t]*\r?$",
+            &[1],
+            Some(next_line_password_valid),
+        )
+        .needs(&["pass", "pin"]),
+        // A license key as a long random value (`app-license: <base64>`, `<InterfaceLicense>…</InterfaceLicense>`).
+        secret(
+            "api_key_assignment",
+            r#"(?i:\b[\w.-]*licen[cs]e(?:[_-]?(?:key|code|string))?\b)["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9+/=_-]{32,2000})|<[\w:.-]*Licen[cs]e[\w.-]*>([A-Za-z0-9+/=_-]{32,2000})</"#,
+            &[1, 2],
+            Some(license_valid),
+        )
+        .needs(&["licen"]),
         secret(
             "vault_token",
             r"\bvault\s+login\s+(?:-[\w-]+(?:=\S+)?\s+)*(?:token=)?([^\s-]\S{15,})",
@@ -895,11 +950,11 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // XML: <password>...</password>, <add key="DbPassword" value="..."/>.
         secret(
             "password_assignment",
-            r#"<((?i:[\w.:-]*(?:password|passwd|pwd)[\w.:-]*))>([^<\n]{3,200})</"#,
+            r#"<((?i:[\w.:-]*(?:password|passwd|pwd|pswd)[\w.:-]*))>([^<\n]{3,200})</"#,
             &[2],
             Some(xml_password_valid),
         )
-        .needs(&["pass", "pwd"]),
+        .needs(&["pass", "pwd", "pswd"]),
         secret(
             "api_key_assignment",
             r#"<((?i:[\w.:-]*(?:api[_-]?key|apikey|secret|token|access[_-]?key)[\w.:-]*))>([^<\s]{8,300})</"#,
@@ -938,7 +993,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         secret("password_assignment", r#"\bcreateUser[ \t]+\S+[ \t]+(?:MD5|SHA(?:-\d+)?)[ \t]+"[^"\n]{8,}"[ \t]+(?:DES|AES(?:-?\d+)?)[ \t]+"([^"\n]{8,})""#, &[1], None)
             .needs(&["createuser"]),
         // SNMP communities on monitoring command lines: `check_snmp -C x`, `snmpwalk -c x`.
-        secret("password_assignment", r"\b(?:check_snmp\w*|snmpwalk|snmpget|snmpbulkwalk|snmpset|snmptable)\b[^\n]*?[ \t]-[cC][ \t]+(\S+)", &[1], Some(literal_valid_1))
+        secret("password_assignment", r"\b(?:check_snmp\w*|snmpwalk|snmpget|snmpbulkwalk|snmpset|snmptable)\b[^\n]*?[ \t]-[cC][ \t]+(\S+)", &[1], Some(community_valid))
             .needs(&["snmp"]),
         // Caddy's DNS-provider token, Nagios resource macros, Monit's `allow user:"password"`, LDAP `bindpw`,
         // Dovecot `{PLAIN}` passwords, FileZilla's base64 `<Pass>`, `nsupdate -y` TSIG keys, lftp `-u user,pass`.
@@ -1952,6 +2007,8 @@ fn bearer_valid(caps: &Captures, _text: &str) -> bool {
 fn url_password_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
     // `amqp://celery:**@host`: a log line's mask.
+    // `force://PlatformCLI::<token>@host` (an SFDX auth URL): the token after an empty field.
+    let v = v.strip_prefix(':').filter(|r| r.len() >= 32).unwrap_or(v);
     !is_placeholder(v) && !v.starts_with(':') && !v.chars().all(|c| c == '*')
 }
 
@@ -2069,7 +2126,13 @@ fn char_array_valid(caps: &Captures, text: &str) -> bool {
 fn cli_password_valid(caps: &Captures, _text: &str) -> bool {
     static SWITCH: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^/[A-Za-z]+(?::\S*)?$").expect("switch"));
     let v = group(caps, &[1, 2, 3]);
-    !is_placeholder(v) && !is_code_reference(v) && v.len() >= 4 && !SWITCH.is_match(v)
+    // `-u consumer_key:consumer_secret` in docs: the names, not values.
+    !is_placeholder(v) && !is_code_reference(v) && v.len() >= 4 && !SWITCH.is_match(v) && !names_not_values(v)
+}
+
+/// An SNMP community other than the well-known defaults `public` and `private`.
+fn community_valid(caps: &Captures, text: &str) -> bool {
+    !["public", "private"].contains(&group(caps, &[1])) && literal_valid_1(caps, text)
 }
 
 /// The value sits under an `encrypted`/`encryptedData`/`secure:` key: ciphertext, not a secret (SealedSecrets,
@@ -2348,7 +2411,10 @@ fn account_then_password(caps: &Captures, _text: &str) -> bool {
         && classes[3]
         && password_like(v)
         && !is_code_reference(v)
-        && !v.contains(['{', '}', '%', '/', '$', '<', '>'])
+        && !v.contains(['{', '}', '%', '/', '<', '>'])
+        && !v.starts_with('$')
+        && !v.contains("${")
+        && !v.contains("$(")
 }
 
 fn named_value_valid(caps: &Captures, _text: &str) -> bool {
@@ -2526,6 +2592,52 @@ fn upper_key_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[2]);
     let public = ["public", "site", "publishable", "pub_", "_pub", "_id"].iter().any(|w| key.contains(w));
     key_name(&key) && !public && looks_random(v) && !is_placeholder(v) && !is_path(v) && !hex_number_or_address(v)
+}
+
+/// `key X` on an indented line of a TACACS+/RADIUS/ISAKMP block.
+fn aaa_key_valid(caps: &Captures, text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    let v = group(caps, &[1]);
+    ["tacacs", "radius", "isakmp", "aaa ", "ntp authentication"].iter().any(|w| lower.contains(w))
+        && (password_like(v) || credential_shaped(v))
+        && !is_placeholder(v)
+}
+
+/// FortiOS and similar `set NAME VALUE`: not `ENC …` ciphertext, not a placeholder.
+fn set_secret_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]).trim_matches('"');
+    v != "ENC"
+        && !is_placeholder(v)
+        && !is_code_reference(v)
+        && !v.starts_with('$')
+        && (password_like(v) || credential_shaped(v))
+}
+
+fn key_element_valid(caps: &Captures, _text: &str) -> bool {
+    let name = group(caps, &[1]).to_ascii_lowercase();
+    !["public", "pub", "token", "primary", "foreign", "sort", "partition", "row"].iter().any(|w| name.contains(w))
+}
+
+fn next_line_password_valid(caps: &Captures, text: &str) -> bool {
+    let v = group(caps, &[1]);
+    // `Enter keystore password:` is a prompt: what follows is the program's output (typed input is not echoed).
+    let at = caps.get(0).map_or(0, |m| m.start());
+    let label = text[line_start(text, at, 200)..caps.get(1).map_or(at, |m| m.start())].to_ascii_lowercase();
+    let prompt = ["enter ", "confirm", "re-enter", "retype", "type ", "new password", "verify"]
+        .iter()
+        .any(|w| label.contains(w));
+    !prompt
+        && !hex_number_or_address(v)
+        && password_like(v)
+        && !v.contains(['=', '<', '>'])
+        && !is_placeholder(v)
+        && !is_code_reference(v)
+        && !v.ends_with(':')
+}
+
+fn license_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1, 2]);
+    looks_random(v) && !hex_number_or_address(v) && !is_placeholder(v) && !v.contains("://")
 }
 
 fn key_or_psk_name(n: &str) -> bool {
@@ -2767,8 +2879,11 @@ fn prose_token_valid(caps: &Captures, text: &str) -> bool {
     }
     // `TOKEN_PROGRAM_ID = Tokenkeg…`, `vault_address: …`: the value of an id or an address.
     let named = text[line_start(text, m.start(), 200)..m.start()].trim_end_matches([' ', '=', ':', '"', '\'']);
-    let last = named.rsplit(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("").to_ascii_lowercase();
-    if ["_id", "_ids", "_address", "_addr", "_pubkey"].iter().any(|e| last.ends_with(e)) {
+    let original = named.rsplit(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("");
+    let last = original.to_ascii_lowercase();
+    // `clientId`, `appId`, `wsu:Id`: an identifier's name in camelCase or alone.
+    let camel_id = original.ends_with("Id") || original.ends_with("ID") || last == "id";
+    if camel_id || ["_id", "_ids", "_address", "_addr", "_pubkey"].iter().any(|e| last.ends_with(e)) {
         return false;
     }
     // `getCredentialByID('8d5e…')`, `find_by_id("…")`: the argument of a lookup is a record's id.
@@ -3420,7 +3535,7 @@ fn url_token_valid(caps: &Captures, text: &str) -> bool {
         "password" | "passwd" | "pwd" => v.len() >= 3 && !is_code_reference(v),
         // `ns=2;s=Line3.Press07.HydraulicPressure` (an OPC UA node id) is a dotted name, not a token.
         "t" | "s" | "k" | "st" | "sk" | "code" | "key" | "session" | "ticket" | "otp" | "auth" => {
-            v.len() >= 16 && looks_random(v) && !v.contains('.')
+            v.len() >= 16 && looks_random(v) && !v.contains(['.', '/', '['])
         }
         _ => v.len() >= 8 && (looks_random(v) || (v.len() >= 16 && entropy(v) >= 3.0)),
     }
@@ -3514,7 +3629,11 @@ fn cli_flag_password_valid(caps: &Captures, text: &str) -> bool {
     let v = group(caps, &[2, 3, 4]);
     let lower = v.to_ascii_lowercase();
     // `-pass pass:'…'`: a source prefix whose quoted value the openssl rule reads.
+    // `… via -passphrase from Windows Credential Manager`: prose after the flag.
+    let prose =
+        ["from", "with", "via", "and", "the", "for", "stored", "supplied", "prompt", "read", "taken"].contains(&v);
     if flag_names_a_property(flag)
+        || prose
         || password_setting(flag, v)
         || ["file:", "env:", "fd:", "stdin"].iter().any(|p| lower.starts_with(p))
         || v.ends_with(':') && text[caps.get(0).map_or(0, |m| m.end())..].starts_with(['\'', '"'])
@@ -3594,7 +3713,7 @@ fn directive_api_key_valid(caps: &Captures, text: &str) -> bool {
 
 /// Key suffixes that name something about a password, not the password: `password_hash`, `password_min_length`.
 static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|identifier|thumbprint|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting|domain|realm|interface|(?:stripe|hmac|dkim|webhook|hub)[_-]?signature|x-[\w-]*-signature|idempotency[_-]?(?:key|token)|encryption)$")
+    Regex::new(r"(?i)(?:hash|hashed|digest|sha|sha1|sha256|sha512|md5|checksum|fingerprint|length|len|size|min|max|policy|reset|field|file|path|dir|url|uri|prompt|label|regex|pattern|rules?|hint|expiry|expires|expires_at|expiration|lifetime|age|strength|encoder|hasher|validator|manager|type|kind|enabled|required|count|attempts|timeout|ttl|history|salt|form|column|col|widget|name|env|var|header|param|prefix|suffix|format|version|limit|endpoint|input|mode|changed|changed_at|updated_at|created_at|at|set|less|id|ids|identifier|thumbprint|ref|refs|provider|method|mechanism|process|variable|scheme|strategy|backend|store|storage|source|location|algorithm|alg|issuer|audience|scopes?|role|level|class|module|handler|callback|service|server|host|port|length_min|rotation|generator|factory|filter|interceptor|parser|serializer|usage|usages|reader|writer|loader|helper|util|utils|config|settings|options|spec|schema|model|table|cache|queue|store_path|template|title|subtitle|heading|caption|text|message|msg|error|err|tooltip|description|desc|help|placeholder|schedule|cron|interval|(?:^|[_.-])site[_-]?key|publishable[_-]?key|setting|domain|realm|interface|(?:stripe|hmac|dkim|webhook|hub)[_-]?signature|x-[\w-]*-signature|idempotency[_-]?(?:key|token)|echo[_-]?token|public[_-]?key(?:[_-]?token)?|time|date|timestamp|failures?|encryption)$")
         .expect("non-secret keys")
 });
 
@@ -4898,6 +5017,60 @@ mod tests {
 
     /// Wallets, node providers, device keys and the clients that take a password; and the public values of the
     /// same fields (addresses, transaction hashes, program ids, signatures, test mnemonics) that stay.
+    #[test]
+    fn public_sector_utilities_and_hospitality() {
+        // XML: a password element's child value, `Pswd`, hex key material in a key element.
+        assert_redacts(
+            "<AdministratorPassword>\n  <Value>w7Zo^h9.Q++#</Value>\n</AdministratorPassword>",
+            "w7Zo^h9.Q++#",
+            "password_assignment",
+        );
+        assert_redacts(
+            "<CustPswd>\n  <Pswd>hN2^n=p8qMC=*q</Pswd>\n</CustPswd>",
+            "hN2^n=p8qMC=*q",
+            "password_assignment",
+        );
+        let k = "9400D0F1CD695EC2D196B262D1DCB204";
+        assert_redacts(&format!("<UpdateKey algorithm=\"AES-128\">{k}</UpdateKey>"), k, "hex_key");
+        assert_kept("<PublicKeyToken>31bf3856ad364e35</PublicKeyToken>");
+        // Network gear: an AAA server's key, FortiOS `set psksecret`, not `ENC` ciphertext.
+        assert_redacts(
+            "tacacs server ISE-01\n address ipv4 10.0.0.5\n key qxLG2=PF92DAO+gsnwQJT\n",
+            "qxLG2=PF92DAO+gsnwQJT",
+            "password_assignment",
+        );
+        assert_redacts(
+            "FW01 (vpn) # set psksecret vXga+_PoBVm0@^v5*lOf!S9KQ",
+            "vXga+_PoBVm0@^v5*lOf!S9KQ",
+            "password_assignment",
+        );
+        assert_kept("    set psksecret ENC");
+        assert_kept("$ snmpwalk -v2c -c public 10.0.4.40 1.3.6.1.2.1.43");
+        // T-SQL N'' arguments, a password on the line after its label, license keys, an SFDX auth URL.
+        assert_redacts(
+            "EXEC sp_addlinkedsrvlogin @rmtsrvname = N'VISTA', @rmtpassword = N'D7dOkrk-qYLvc3-=_^';",
+            "D7dOkrk-qYLvc3-=_^",
+            "password_assignment",
+        );
+        assert_redacts(
+            "Password for RFI-0214.pdf (Rev 7):\n    Ridgeway-L4-Rev8!\nThanks",
+            "Ridgeway-L4-Rev8!",
+            "password_assignment",
+        );
+        assert_kept("$ cast wallet address --account deployer\nEnter keystore password:\n0xEbD8942B50D7CFafBeDC0B24f585FE3833708dc8");
+        let lic = "zhOdxWn47QpV94fT2kEIPiRAfro+v725SHybp5IUvGykruPSF2pE";
+        assert_redacts(&format!("    app-license: {lic}"), lic, "api_key_assignment");
+        assert_kept("license: Apache-2.0");
+        let tok = "6Aep861dlJsQdcPR6UCeb4sbOnKvgYKaDzeLsV6DIByiPuz2HzDOgtBD";
+        assert_redacts(&format!("force://PlatformCLI::{tok}@acme.my.salesforce.com"), tok, "url_password");
+        // Kept: LDAP operational times, WS-Security ids, camelCase ids, echo tokens, docs' placeholder names.
+        assert_kept("pwdChangedTime: 20240311152233Z\npwdFailureTime: 20240312080011Z");
+        assert_kept("<wsse:BinarySecurityToken wsu:Id=\"X509-7f3c2a9b1d4e4f0a8b6c5d4e3f2a1b0c\">");
+        assert_kept("const clientId = \"96e2ea3d1fd646947c1d2e3f4a5b6c7d\";  // a public PKCE client id, no secret");
+        assert_kept("<OTA_HotelResNotifRQ EchoToken=\"09028244-6f9c-4b82-9ce3-8a4a1b2c3d4e\" Version=\"1.003\">");
+        assert_kept("curl https://shop.example/wp-json/wc/v3/orders \\\n    -u consumer_key:consumer_secret");
+    }
+
     #[test]
     fn media_logistics_and_weather_apis() {
         // Stream keys, DRM content keys, keyed XML entries, any Authorization scheme, arrays of secrets.
