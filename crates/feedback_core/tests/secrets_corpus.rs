@@ -40,20 +40,18 @@
 //!   redaction);
 //! - `Z`: `data/guard/secrets/Z.jsonl`, HR and payroll, ERP and accounting, ad tech, home automation and
 //!   self-hosting, game servers and bots, network appliances, laboratory and clinical-trial systems, backup and
-//!   storage appliances (held out: written by an author who saw no rule and no other author's rows; first measured
-//!   after the rules were tuned on Y).
+//!   storage appliances (tune; first measured as a held-out author, after the rules were tuned on Y: 0.852
+//!   redaction and 3.7% false redaction).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
 //! printed; only the held-out authors are asserted, each against its floors in [`HELD_OUT`]. E's are issue 18's
-//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). Z's are regression floors
-//! far from them: the rules reach 0.852 at 0.037 on Z, an author of other kinds of code, which says how far E's
-//! figure carries to code nobody tuned for (L, P, Q, T, U, V, W and Y measured 0.913 at 0.060, 0.836 at 0.108,
-//! 0.783 at 0.096, 0.732 at 0.109, 0.757 at 0.042, 0.781 at 0.074, 0.824 at 0.058 and 0.843 at 0.089 the same way,
-//! each before the rules were fitted to it; the fixes Y's rows led to moved Z from 0.857 at 0.042 to 0.852 at
-//! 0.037: one secret lost, one false redaction fewer). Raise a floor as redaction improves on authors it was not
-//! tuned on;
+//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). E was written before most
+//! of the rules, so how far its figure carries to code nobody tuned for is measured on each new author before any
+//! of its rows is read: L, P, Q, T, U, V, W, Y and Z measured 0.913 at 0.060, 0.836 at 0.108, 0.783 at 0.096,
+//! 0.732 at 0.109, 0.757 at 0.042, 0.781 at 0.074, 0.824 at 0.058, 0.843 at 0.089 and 0.852 at 0.037 that way,
+//! each before the rules were fitted to it. Raise a floor as redaction improves on authors it was not tuned on;
 //! never lower one to pass. A held-out author's misses are never printed, only its rates, so rules cannot be
 //! tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
@@ -73,7 +71,7 @@ use serde_json::Value;
 
 /// The authors whose rows no rule was tuned on, each with its floors: (author, least redaction, most false
 /// redaction).
-const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("Z", 0.83, 0.05)];
+const HELD_OUT: [(&str, f64, f64); 1] = [("E", 0.95, 0.02)];
 const AUTHORS: [(&str, &str); 15] = [
     ("project", "secrets.jsonl"),
     ("D", "secrets/D.jsonl"),

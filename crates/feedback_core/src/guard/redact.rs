@@ -120,7 +120,7 @@ fn attribute_over(names: &str) -> String {
 const DECLARED_KEY_NAME: &str = "secret|token|api-?key|api_key|apikey|credential|key";
 
 const PASSWORD_KEY: &str = r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|passcode|pwd|pword|pswd)[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*pass(?:[_.-][A-Za-z0-9_.-]*)?|(?:[A-Za-z0-9_.-]*[_.-])?pw|pw[_.-][A-Za-z0-9_.-]*|[A-Z0-9]+PW|[a-z0-9]+pw";
-const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_.-]?key|apikey|consumer[_-]?key|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret|key[_-]?(?:base64|b64|hex|bytes)|(?:signing|encryption|aes|cipher)[_-]?iv)[A-Za-z0-9_.-]*";
+const API_KEY: &str = r"[A-Za-z0-9_.-]*?(?:api[_.-]?key|apikey|consumer[_-]?key|api[_-]?secret|app[_-]?secret|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer[_-]?token|access[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|license[_-]?key|webhook[_-]?secret|consumer[_-]?secret|dev[_-]?key|bearer|hmac[_-]?key|jwt[_-]?secret|cookie[_-]?secret|session[_-]?secret|credentials?|secret|token|auth|apitoken|signature|salt[_-]?key|cipher[_-]?key|aes[_-]?key|otp[_-]?secret|totp[_-]?secret|mfa[_-]?secret|dsn|routing[_-]?key|integration[_-]?key|service[_-]?key|app[_-]?key|application[_-]?key|fernet[_-]?key|preshared[_-]?key|psk|unseal[_-]?key|cookie[_-]?secret|key[_-]?(?:base64|b64|hex|bytes)|(?:signing|encryption|aes|cipher)[_-]?iv)[A-Za-z0-9_.-]*";
 
 static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
     // The header, optional `Proc-Type:`-style lines, then a base64 body (a bare header in prose is not a key).
@@ -992,6 +992,27 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             .needs(&["createuser"]),
         secret("password_assignment", r#"\bcreateUser[ \t]+\S+[ \t]+(?:MD5|SHA(?:-\d+)?)[ \t]+"[^"\n]{8,}"[ \t]+(?:DES|AES(?:-?\d+)?)[ \t]+"([^"\n]{8,})""#, &[1], None)
             .needs(&["createuser"]),
+        // IKE and Wi-Fi pre-shared keys in device CLIs: Cisco ASA `ikev2 remote-authentication pre-shared-key X`,
+        // Junos `pre-shared-key ascii-text "X"`, IOS `wpa-psk ascii 0 X`, FortiOS `set psksecret X`, MikroTik
+        // `wpa2-pre-shared-key="X"`.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:pre-shared-key|wpa2?-pre-shared-key|wpa2?-psk|psksecret|set[ \t]+psk))(?:[ \t]+(?:ascii-text|ascii|hex|[0-9])\b)*(?:[ \t]*=[ \t]*|[ \t]+)(?:"([^"\n]{4,128})"|([^\s"]{4,128}))"#,
+            &[1, 2],
+            Some(psk_valid),
+        )
+        .needs(&["pre-shared-key", "psk"]),
+        // SNMPv3 users: IOS `snmp-server user U G v3 auth sha X priv aes 128 Y`.
+        secret("password_assignment", r"(?i:\bsnmp-server[ \t]+user\b[^\n]*?[ \t]auth[ \t]+(?:md5|sha\d*)[ \t]+)(\S+)", &[1], Some(literal_valid_1))
+            .needs(&["snmp-server"]),
+        secret("password_assignment", r"(?i:\bsnmp-server[ \t]+user\b[^\n]*?[ \t]priv[ \t]+(?:3?des|aes)(?:[ \t]+\d{3})?[ \t]+)(\S+)", &[1], Some(literal_valid_1))
+            .needs(&["snmp-server"]),
+        // Net-SNMP `rocommunity X 10.0.0.0/24`, `rwcommunity6 X`.
+        secret("password_assignment", r"(?m)^[ \t]*r[ow]community6?[ \t]+(\S+)", &[1], Some(community_valid)).needs(&["community"]),
+        // TACACS+ `key = "X"` and `login = cleartext "X"` (tac_plus.conf).
+        secret("password_assignment", r#"(?m)\b(?:login|pap|chap|enable|opap|arap)[ \t]*=[ \t]*cleartext[ \t]+"([^"\n]{3,128})""#, &[1], None)
+            .needs(&["cleartext"]),
+        secret("password_assignment", r#"(?m)^[ \t]*key[ \t]*=[ \t]*"([^"\n]{6,128})""#, &[1], Some(tacacs_context)).needs(&["tac"]),
         // SNMP communities on monitoring command lines: `check_snmp -C x`, `snmpwalk -c x`.
         secret("password_assignment", r"\b(?:check_snmp\w*|snmpwalk|snmpget|snmpbulkwalk|snmpset|snmptable)\b[^\n]*?[ \t]-[cC][ \t]+(\S+)", &[1], Some(community_valid))
             .needs(&["snmp"]),
@@ -1094,6 +1115,22 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             Some(prose_password_valid),
         )
         .needs(&["pass", "pw", "psk", "kennwort", "schlüssel", "mot de passe", "mdp", "contrase", "clave", "senha", "wachtwoord", "has", "parola", "ifre", "пароль"]),
+        // "reset its password today to X", "changed the admin password on the NAS to X": a strong value only.
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:reset|set|changed?|rotated)\b[^\n.!?]{0,40}?\bpassword\b[^\n.!?:]{0,30}?\bto\b)[ \t]*["'`]?([^\s"'`]{6,128}?)["'`]?(?:[.,;)!?]*(?:\s|$))"#,
+            &[1],
+            Some(strong_password_valid),
+        )
+        .needs(&["password"]),
+        // A Wi-Fi key in prose: "the guest SSID key is now X", "wifi key: X", "WPA key was changed to X".
+        secret(
+            "password_assignment",
+            r#"(?i:\b(?:ssid|wi-?fi|wlan|wpa2?|wireless|network)[ \t]+(?:key|passkey|passcode|code)\b(?:[ \t]+(?:is|was|is[ \t]+now|now|set[ \t]+to|changed[ \t]+to|to)\b[ \t]*:?|[ \t]*[:=]))[ \t]*(?:"([^"\n]{4,64})"|'([^'\n]{4,64})'|([^\s"']{6,64}?))(?:[.,;:)!?]*(?:\s|$))"#,
+            &[1, 2, 3],
+            Some(wifi_key_valid),
+        )
+        .needs(&["ssid", "wifi", "wi-fi", "wlan", "wpa", "wireless", "network"]),
         // A quoted value right after the word: `mot de passe « x y z »`, `password "x"`, `pass `x``.
         secret(
             "password_assignment",
@@ -1457,7 +1494,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         secret("password_assignment", &assignment(PASSWORD_KEY), &[3, 4, 5], Some(password_valid))
         .needs(&["pass", "pwd", "pw"]),
         secret("api_key_assignment", &assignment(API_KEY), &[3, 4, 5], Some(api_key_valid))
-        .needs(&["key", "secret", "token", "auth", "cred", "signature", "salt", "dsn", "session", "cookie", "otp"]),
+        .needs(&["key", "secret", "token", "auth", "cred", "signature", "salt", "dsn", "session", "cookie", "otp", "bearer", "psk"]),
         // `("X-Api-Key", "...")`: a header or map entry as two quoted arguments.
         secret("password_assignment", &quoted_pair(PASSWORD_KEY), &[3, 4], Some(password_valid))
         .needs(&["pass", "pwd", "pw"]),
@@ -1471,11 +1508,49 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
             &[1],
             Some(encoded_secret_valid),
         ),
+        // Labels of a form or a console page, words apart: `Secret key:        e67H…`, `API key: …`, `Client secret: …`.
+        secret(
+            "api_key_assignment",
+            r"(?im)^[ \t]*(?:[\w-]+[ \t]+)?(?:secret[ \t]+(?:access[ \t]+)?key|api[ \t]+(?:key|secret|token)|client[ \t]+secret|access[ \t]+token|auth[ \t]+token|token[ \t]+secret|consumer[ \t]+secret)[ \t]*:[ \t]*([A-Za-z0-9/+_.=~-]{16,256})[ \t]*\r?$",
+            &[1],
+            Some(random_literal_valid),
+        )
+        .needs(&["secret", "api", "token"]),
+        // The id half of a key pair, on the line right above its secret: `Access key: 8D4B…` / `Secret key: …`,
+        // NetSuite's `Token ID:` / `Token Secret:`, OPNsense's `key=` / `secret=`.
+        secret(
+            "api_key_assignment",
+            r"(?im)^[ \t]*(?:access[ \t_-]?key(?:[ \t_-]?id)?|token[ \t_-]?id|key|api[ \t_-]?key(?:[ \t_-]?id)?|consumer[ \t_-]?key)[ \t]*[:=][ \t]*([A-Za-z0-9/+_.=-]{16,256})[ \t]*\r?\n[ \t]*(?:secret(?:[ \t_-]?(?:access[ \t_-]?)?key)?|token[ \t_-]?secret|consumer[ \t_-]?secret|api[ \t_-]?secret)[ \t]*[:=]",
+            &[1],
+            Some(random_literal_valid),
+        )
+        .needs(&["secret"]),
+        // A strong password as the last literal of a call that builds a connection, a session or a WS-Security
+        // token: zeep's `UsernameToken("isu@tenant", "Wd!ISU-7rQ2vLx9#mK")`, `RWSConnection("org", "user", "X")`.
+        secret(
+            "password_assignment",
+            r#"(?i:[\w.]*(?:usernametoken|connection|session|client)\s*\()\s*(?:["'][^"'\n]{1,200}["']\s*,\s*){1,3}["']([^"'\s]{8,128})["']\s*[,)]"#,
+            &[1],
+            Some(call_password_valid),
+        )
+        .needs(&["token(", "connection(", "session(", "client("]),
+        // A session id under its name, long and random: `SESSION_ID = "1DEDEF58…"`, `"sessionId":"3101…"`,
+        // Synology's `"sid":"avF0…"` (a logged-in user's session is a credential while it lives).
+        secret(
+            "api_key_assignment",
+            r#"(?i:\b(?:session[_-]?id|sessionid|sid|jsessionid|phpsessid))["']?[ \t]*(?:=|:)[ \t]*["']?([A-Za-z0-9+/_-]{40,256})["']?"#,
+            &[1],
+            Some(session_id_valid),
+        )
+        .needs(&["session", "sid"]),
+        // Cloudflare Tunnel's token on the command line: `cloudflared service install eyJh…`.
+        secret("api_key_assignment", r"\bcloudflared\b[^\n]*?\b(?:service[ \t]+install|--token)[ \t]+([A-Za-z0-9+/_=-]{40,})", &[1], None)
+            .needs(&["cloudflared"]),
         // A credential-looking token in a sentence or log line that names a secret ("log in as root with X",
         // "shared their API key: X"), or on the line after a command that prints one.
         secret(
             "high_entropy_token",
-            r#"(?:^|[\s(\[{"'`:=,>«“„])([^\s"'`«»“”„()\[\]{}<>,]{7,999}[^\s"'`«»“”„()\[\]{}<>,.;:!?])"#,
+            r#"(?:^|[\s(\[{"'`:=,>«“„])([^\s"'`«»“”„()\[\]{}<>,]{7,999}[^\s"'`«»“”„()\[\]{}<>,.;:!?|])"#,
             &[1],
             Some(prose_token_valid),
         )
@@ -2054,6 +2129,7 @@ fn prose_password_valid(caps: &Captures, text: &str) -> bool {
         || v.contains("://")
         || is_path(v)
         || env_var_name(v)
+        || looks_like_time_or_date(v)
     {
         return false;
     }
@@ -2128,6 +2204,57 @@ fn cli_password_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1, 2, 3]);
     // `-u consumer_key:consumer_secret` in docs: the names, not values.
     !is_placeholder(v) && !is_code_reference(v) && v.len() >= 4 && !SWITCH.is_match(v) && !names_not_values(v)
+}
+
+/// A pre-shared key's value: quoted, or a bare word that is not plain lower-case prose (`pre-shared-key under
+/// the tunnel group` names no key).
+fn psk_valid(caps: &Captures, text: &str) -> bool {
+    let v = group(caps, &[1, 2]);
+    if caps.get(1).is_some() {
+        // Quoted: `"nR4_kT8w.QzLmV2pXe6sHa"` is a key, though it reads like a dotted name.
+        return !is_placeholder(v) && !v.starts_with('$');
+    }
+    literal_valid_any(caps, text)
+        && !COMMON_WORD.is_match(v)
+        && !v.contains('=')
+        && v.chars().any(|c| c.is_ascii_lowercase())
+        && v.chars().any(|c| !c.is_ascii_lowercase())
+}
+
+/// A Wi-Fi key said in prose: quoted, or a word with a digit or a symbol (not "the", not "rotated").
+fn wifi_key_valid(caps: &Captures, text: &str) -> bool {
+    let v = group(caps, &[1, 2, 3]).trim_end_matches(['.', ',', ';', ':', ')']);
+    literal_valid_any(caps, text)
+        && !COMMON_WORD.is_match(v)
+        && !looks_like_version_or_date(v)
+        && (caps.get(3).is_none() || password_like(v) || v.chars().any(|c| c.is_ascii_digit()) && v.contains('-'))
+}
+
+/// A literal that looks machine-generated and is not a placeholder.
+fn random_literal_valid(caps: &Captures, _text: &str) -> bool {
+    let v = group(caps, &[1]);
+    looks_random(v) && !is_placeholder(v) && !is_path(v) && !looks_like_version_or_date(v)
+}
+
+/// A call's last literal that only a password looks like: strong, and with a symbol (`MyService2024` is a name).
+fn call_password_valid(caps: &Captures, text: &str) -> bool {
+    strong_password_valid(caps, text) && group(caps, &[1]).chars().any(|c| !c.is_ascii_alphanumeric() && c != '_')
+}
+
+/// A session id where a login hands it out or a request sends it (the text speaks of auth or login), not a
+/// Windows SID (`S-1-5-21-…`).
+fn session_id_valid(caps: &Captures, text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    let v = group(caps, &[1]);
+    random_literal_valid(caps, text)
+        && !v.starts_with("S-1-")
+        && ["auth", "login", "logon"].iter().any(|w| lower.contains(w))
+}
+
+/// A TACACS+ server's configuration (`tac_plus.conf`): its top-level `key` is the shared secret.
+fn tacacs_context(caps: &Captures, text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    (lower.contains("tac_plus") || lower.contains("tacacs")) && literal_valid_1(caps, text)
 }
 
 /// An SNMP community other than the well-known defaults `public` and `private`.
@@ -2710,6 +2837,15 @@ fn password_like(v: &str) -> bool {
         && !looks_like_version_or_date(v)
 }
 
+/// A clock time or a calendar date (`08:12:44`, `2024-03-12`): what follows "Login Time :" in a session listing.
+fn looks_like_time_or_date(v: &str) -> bool {
+    static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:am|pm)?|\d{4}-\d{2}-\d{2}(?:[t ][\d:.]+(?:z|[+-]\d{2}:?\d{2})?)?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})$")
+            .expect("time or date")
+    });
+    SHAPE.is_match(v)
+}
+
 fn looks_like_version_or_date(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)^(?:v?\d+(?:\.\d+)+(?:-[\w.]+)?|\d{4}-\d{2}-\d{2}(?:[t ][\d:.]+(?:z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?|[a-z]+-\d{1,6}|\d+(?:ms|s|m|h|d|kb|mb|gb|tb|%)|https?:.*|[\w.-]+@[\w-]+\.[\w.-]+|(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/\d+)?)$")
@@ -2740,8 +2876,15 @@ fn pair_valid(caps: &Captures, text: &str) -> bool {
 }
 
 fn pair_valid_single(caps: &Captures, _text: &str) -> bool {
+    // `Login failed for db:acme-prod-1182934`: a log line about a login names what was logged into, not a
+    // password.
+    static EVENT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:failed|failure|fails|successful|succeeded|success|attempts?|denied|rejected|error|invalid|locked)\b")
+            .expect("login event")
+    });
     let v = group(caps, &[1]).trim_end_matches(['.', ',', ';', ')']);
-    password_like(v)
+    let before = caps.get(0).zip(caps.get(1)).map_or("", |(all, value)| &all.as_str()[..value.start() - all.start()]);
+    password_like(v) && !EVENT.is_match(before)
 }
 
 /// Base64 that decodes to printable text in which the rules find a secret.
@@ -3438,6 +3581,9 @@ fn password_setting(name: &str, value: &str) -> bool {
         "len",
         "length",
         "age",
+        "hint",
+        "hints",
+        "reminder",
     ];
     const OVER_A_WORD: &[&str] = &["update", "strong", "managed"];
     let word = value.chars().all(|c| c.is_ascii_alphabetic() || c == '_') && !value.is_empty();
@@ -3887,17 +4033,28 @@ fn env_style(caps: &Captures, text: &str) -> bool {
     let sep = sep.as_str().trim();
     let yaml = (sep == ":" || sep.strip_prefix(':').is_some_and(|a| a.trim_start().starts_with('&')))
         && text[line_start..key.start()].trim().is_empty();
-    (upper && sep == "=" && lead_ok) || yaml
+    // `ServerPassword=raptorclaw` in an INI file (a `[Section]` line above it): a password-named key's word.
+    static SECTION: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?m)^[ \t]*\[[\w .:/-]{1,80}\][ \t]*\r?$").expect("section"));
+    let ini = sep == "="
+        && lead.is_empty()
+        && strict_password_name(&key.as_str().to_ascii_lowercase())
+        && SECTION.is_match(&text[..line_start]);
+    (upper && sep == "=" && lead_ok) || yaml || ini
 }
 
 /// Tokens their vendors issue to be shipped in public clients: Mapbox `pk.` tokens, Stripe publishable keys,
 /// RevenueCat's public SDK keys, Adyen client keys, and Supabase's `anon` key (a JWT whose role is `anon`; access
-/// is enforced by row-level security).
+/// is enforced by row-level security). Also a webhook's signature header (`t=1712047277,v1=<hex>`): a digest of
+/// one payload, not a key.
 fn public_by_design(v: &str) -> bool {
     static ADYEN_CLIENT_KEY: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"^(?:live|test)_[A-Z0-9]{32}$").expect("adyen client key"));
+    static SIGNATURE_HEADER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^t=\d{9,11},v\d=[0-9a-f]{64}(?:,v\d=[0-9a-f]{64})*$").expect("signature header"));
     ["pk.eyJ", "pk_live_", "pk_test_", "appl_", "goog_"].iter().any(|p| v.starts_with(p))
         || anon_jwt(v)
+        || SIGNATURE_HEADER.is_match(v)
         || ADYEN_CLIENT_KEY.is_match(v)
 }
 
@@ -3939,7 +4096,7 @@ fn is_code_reference(v: &str) -> bool {
 /// (`changeme-prod-ES-77!`) is not one.
 fn is_placeholder(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|@\w+\(.*|@\{.*|@(?:keychain|env):[\w.-]+|&&?[A-Za-z_]\w*\.?|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?-i:(?:password|passwd|secret|changeit)\d{1,4})|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
+        Regex::new(r"(?i)^(?:<[^>]*>?|\[[^\]]*\]?|\{[^}]*\}?|\(\w[\w ]*\)|\$.*|%[A-Za-z_][A-Za-z0-9_]*%|%[sdv]|%\{[^}]*\}|#\{.*|![A-Za-z]{2,}(?:\s.*)?|@@\w+@@|__[A-Za-z0-9_]+__|.*\.\.\..*|.*….*|.*[_-]here\b.*|(?:test|mock|fake|dummy|stub|fixture|sample|example)[-_. ]?(?:password|passwd|pass|pwd|secret|token|key|api[-_]?key|credentials?)[-_.]?\d{0,4}|(?:password|secret|token|key|api[-_]?key)[-_.]?(?:for[-_])?(?:test|tests|testing|mock|fake|dummy|stub|fixture|sample|example)s?[-_.]?\d{0,4}|:\w+|@\w+|@\w+\(.*|@\{.*|@(?:keychain|env):[\w.-]+|&&?[A-Za-z_]\w*\.?|\?+|guest|anonymous|.*\$\{.*|.*\{\{.*|.*\$\(.*|.*%\(\w+\)s.*|[*x.•#?_-]{3,}|…|!?change[_-]?me(?:[_-](?:please|now|later|me|in[_-]?prod(?:uction)?|before[_-]\w+))?[\d!.]{0,4}|%[A-Za-z_][\w.]*%|%env\(.*\)%|(?-i:(?:password|passwd|secret|changeit)\d{1,4})|.*(?:wrong|invalid|incorrect|bad|not[_-]the[_-]right)[_-]?(?:password|passwd|pass|pwd|secret|token).*|auto|.*(?:redacted|placeholder|your[_-]|_here\b|dummy|xxxx|\*\*\*|removed|masked|hidden|sanitized|censored|obfuscated|notreal|not[_ -]a[_ -]real|fake[_-]?(?:key|token|secret|password)).*|your.*|(?:password|passwd|pass|pwd|secret|token|test|testing|sample|example|examples|none|null|nil|true|false|undefined|todo|tbd|fixme|default|admin|root|user|username|empty|blank|n/a|api_key|apikey|key|value|string|str|postgres|mysql|mariadb|redis|rabbitmq|elastic|minioadmin|sa|required|optional|secure|prompt|shhhhh|shhh|keyboard cat|changeit|notasecret|yes|no|on|off|enabled|disabled|1|0|anonymous@[\w.-]*|replace[_-]?(?:me|with[\w-]*|this)|insert[_-][\w-]*|fill[_-]?(?:in|me)|set[_-]?me|tbd[\w-]*|generate[_-]?me)|(?:env|file|keyring|keychain):[A-Za-z_][\w./-]*|[A-Z][A-Z0-9_]*=[\w.-]+:(?:latest|\d+)(?:,[A-Z][A-Z0-9_]*=[\w.-]+:(?:latest|\d+))*|.*(?:os\.environ|getenv|process\.env|environ\[|env\[|env\.fetch|system\.getenv|getenvironmentvariable|secrets\.|vault:|ssm:|!ref\b|@value\(|env\(|arn:aws:secretsmanager|arn:aws:ssm|op://|ref\+|resolve:ssm|resolve:secretsmanager|microsoft\.keyvault|keyvault|secretkeyref|secretref|valuefrom|sm://|gcp-secret|projects/[\w-]+/secrets/|awssm:|azkv:|doppler:|sops:|enc\[|enc\().*)$")
             .expect("placeholder shape")
     });
     let t = v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
@@ -5349,6 +5506,97 @@ mod tests {
         assert_kept(&format!("  \"signature\": \"{k}{k}\""));
         assert_kept("    accounts: { mnemonic: \"test test test test test test test test test test test junk\" },");
         assert_kept("Create a service account token in **Administration → Service accounts**, then:");
+    }
+
+    #[test]
+    fn network_gear_erp_and_lab_systems() {
+        // Pre-shared keys in device CLIs, quoted or bare, not a key-management mode or a prose mention.
+        assert_redacts(
+            "vpn(config-tunnel-ipsec)# ikev2 local-authentication pre-shared-key Qm4zT8vLp2Wc",
+            "Qm4zT8vLp2Wc",
+            "password_assignment",
+        );
+        assert_redacts(
+            "set security ike policy P1 pre-shared-key ascii-text \"kT9_wq.ZrX4mPe\"",
+            "kT9_wq.ZrX4mPe",
+            "password_assignment",
+        );
+        assert_redacts(
+            "    supplicant-identity=Lab wpa2-pre-shared-key=\"copper-kettle-41\"",
+            "copper-kettle-41",
+            "password_assignment",
+        );
+        assert_redacts("+   wpa-psk ascii 0 Dock-Scanners-2025", "Dock-Scanners-2025", "password_assignment");
+        assert_kept("add authentication-types=wpa2-psk mode=dynamic-keys name=office");
+        assert_kept("wpa_key_mgmt=WPA-PSK SAE FT-PSK");
+        assert_kept("Configure the pre-shared-key under the tunnel group first.");
+        // SNMPv3 users, Net-SNMP communities, TACACS+.
+        let t = "sw1(config)#snmp-server user nms GRP v3 auth sha Auth-Key!77 priv aes 128 Priv-Key#19";
+        let r = redact(t);
+        assert!(!r.text.contains("Auth-Key!77") && !r.text.contains("Priv-Key#19"), "{}", r.text);
+        assert_redacts("rocommunity m0n-r3ad 10.0.0.0/16", "m0n-r3ad", "password_assignment");
+        assert_kept("rocommunity public 10.0.0.0/16");
+        assert_redacts("# tac_plus.conf\nkey = \"Sh4red_Tac#Key\"\n", "Sh4red_Tac#Key", "password_assignment");
+        assert_redacts("user = ops {\n    login = cleartext \"0ps-Cl34r!\"\n}", "0ps-Cl34r!", "password_assignment");
+        // A password-named INI key's single word; a console's spaced labels; a key id above its secret.
+        assert_redacts("[ServerSettings]\nServerPassword=ravenwing\n", "ravenwing", "password_assignment");
+        assert_kept("[Security]\nPasswordPolicy=strict\n");
+        assert_redacts(
+            "  Secret key:   Zp3qR8sLw2Vx9Kt4Nm7Bc1Hd6Fg0Jy5Ua",
+            "Zp3qR8sLw2Vx9Kt4Nm7Bc1Hd6Fg0Jy5Ua",
+            "api_key_assignment",
+        );
+        assert_redacts(
+            "Token ID:     9b1f22c5e8a04d7f3c6e1a9b8d2f4c7e\nToken Secret: 4e8d1c7b2a9f3e6d5c0b8a7f1e2d3c4b",
+            "9b1f22c5e8a04d7f3c6e1a9b8d2f4c7e",
+            "api_key_assignment",
+        );
+        assert_kept("Key: a-human-readable-name\nSecret: see the vault");
+        // Devices keys and bearer values by name; session ids handed out by a login; a tunnel token.
+        assert_redacts("  -d devKey=41AE70F339B7684B4DC9", "41AE70F339B7684B4DC9", "api_key_assignment");
+        assert_redacts(
+            "      bearer: \"Hq8aD3l220y6oXOwOnKBsTNIRwHRLrx9SELTEgFV\"",
+            "Hq8aD3l220y6oXOwOnKBsTNIRwHRLrx9SELTEgFV",
+            "api_key_assignment",
+        );
+        let sid = "5C1E2A0F9B8D7C6E5F4A3B2C1D0E9F8A7B6C5D4E3F2A1B0C9D8E7F6A5B4C3D2E1F0";
+        assert_redacts(&format!("POST /api/auth\n{{\"sessionId\":\"{sid}\"}}"), sid, "api_key_assignment");
+        assert_kept("Member name=\"CORP\\Admins\" sid=\"S-1-5-21-3623811015-3361044348-30300820-1013\"");
+        assert_redacts(
+            "$ cloudflared service install eyJhIjoiNzQ4ZTI5YjEiLCJ0IjoiOGYyYyIsInMiOiJabVZoZEdobGNpMWlaV0Z0In0=",
+            "eyJhIjoiNzQ4ZTI5YjEiLCJ0IjoiOGYyYyIsInMiOiJabVZoZEdobGNpMWlaV0Z0In0=",
+            "api_key_assignment",
+        );
+        // Credentials as a call's last literal; prose; logs and references that are not secrets.
+        assert_redacts(
+            "svc = LabConnection(\"acme\", \"etl_user\", \"L4b!Etl-Sync9\")",
+            "L4b!Etl-Sync9",
+            "password_assignment",
+        );
+        assert_kept("c = Client(\"eu-west-1\", \"prod\", \"MyService2024\")");
+        assert_redacts(
+            "AD team reset its password this morning to Qc-Lab!2025-May",
+            "Qc-Lab!2025-May",
+            "password_assignment",
+        );
+        assert_redacts(
+            "the guest SSID key is now latte-con-leche-77 (front desk)",
+            "latte-con-leche-77",
+            "password_assignment",
+        );
+        assert_kept("The network key was rotated last week; the Wi-Fi key is stored in the vault.");
+        assert_kept("I found a password in the old wiki page and reported it to security-team; they rotated it.");
+        assert_kept("Login Time   : 08:12:44 CET Tue Mar 12 2024");
+        assert_kept("INFO Login failed for db:acme-prod-1182934 login:ap@acme.example from 198.51.100.23");
+        assert_kept("  --set-secrets=CONTAINER_CONFIG=sgtm-container-config:latest \\");
+        assert_kept(
+            "2024-04-02 10:20:05 UTC | awojcik | Witnessed entry EXP-2024-0412| Password re-authentication: OK",
+        );
+        assert_kept(
+            "  \"signature\": \"t=1712047277,v1=f87c875d01eb689e935df72c648820fe9d6e11e4f45cac7095bec651dc6336b7\"",
+        );
+        assert_kept("Encryption: enabled (password hint: \"blue folder top shelf\")");
+        assert_kept("client_secret = \"env:PAYROLL_CLIENT_SECRET\"");
     }
 
     #[test]
