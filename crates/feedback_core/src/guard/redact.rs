@@ -1003,9 +1003,9 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         )
         .needs(&["pre-shared-key", "psk"]),
         // SNMPv3 users: IOS `snmp-server user U G v3 auth sha X priv aes 128 Y`.
-        secret("password_assignment", r"(?i:\bsnmp-server[ \t]+user\b[^\n]*?[ \t]auth[ \t]+(?:md5|sha\d*)[ \t]+)(\S+)", &[1], Some(literal_valid_1))
+        secret("password_assignment", r"(?i:\bsnmp-server[ \t]+user\b[^\n]*?[ \t]auth[ \t]+(?:md5|sha(?:-?\d+)?)[ \t]+)(\S+)", &[1], Some(literal_valid_1))
             .needs(&["snmp-server"]),
-        secret("password_assignment", r"(?i:\bsnmp-server[ \t]+user\b[^\n]*?[ \t]priv[ \t]+(?:3?des|aes)(?:[ \t]+\d{3})?[ \t]+)(\S+)", &[1], Some(literal_valid_1))
+        secret("password_assignment", r"(?i:\bsnmp-server[ \t]+user\b[^\n]*?[ \t]priv[ \t]+(?:(?:3?des(?:56)?|aes(?:-?\d{3})?)(?:[ \t]+\d{3})?[ \t]+)?)(\S+)", &[1], Some(literal_valid_1))
             .needs(&["snmp-server"]),
         // Net-SNMP `rocommunity X 10.0.0.0/24`, `rwcommunity6 X`.
         secret("password_assignment", r"(?m)^[ \t]*r[ow]community6?[ \t]+(\S+)", &[1], Some(community_valid)).needs(&["community"]),
@@ -1126,7 +1126,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // A Wi-Fi key in prose: "the guest SSID key is now X", "wifi key: X", "WPA key was changed to X".
         secret(
             "password_assignment",
-            r#"(?i:\b(?:ssid|wi-?fi|wlan|wpa2?|wireless|network)[ \t]+(?:key|passkey|passcode|code)\b(?:[ \t]+(?:is|was|is[ \t]+now|now|set[ \t]+to|changed[ \t]+to|to)\b[ \t]*:?|[ \t]*[:=]))[ \t]*(?:"([^"\n]{4,64})"|'([^'\n]{4,64})'|([^\s"']{6,64}?))(?:[.,;:)!?]*(?:\s|$))"#,
+            r#"(?i:\b(?:ssid|wi-?fi|wlan|wpa2?|wireless|network)[ \t]+(?:key|passkey|passcode|code)\b(?:[ \t]+(?:(?:is|was|has[ \t]+been)[ \t]+(?:now[ \t]+)?(?:set|changed|reset|rotated)[ \t]+to|is[ \t]+now|was|is|now|set[ \t]+to|changed[ \t]+to|to)\b[ \t]*:?|[ \t]*[:=]))[ \t]*(?:"([^"\n]{4,64})"|'([^'\n]{4,64})'|([^\s"']{6,64}?))(?:[.,;:)!?]*(?:\s|$))"#,
             &[1, 2, 3],
             Some(wifi_key_valid),
         )
@@ -1538,7 +1538,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         // Synology's `"sid":"avF0…"` (a logged-in user's session is a credential while it lives).
         secret(
             "api_key_assignment",
-            r#"(?i:\b(?:session[_-]?id|sessionid|sid|jsessionid|phpsessid))["']?[ \t]*(?:=|:)[ \t]*["']?([A-Za-z0-9+/_-]{40,256})["']?"#,
+            r#"(?i:\b(?:session[_-]?id|sessionid|sid|jsessionid|phpsessid))["']?[ \t]*(?:=|:)[ \t]*["']?([A-Za-z0-9+/_.%=-]{40,})(?:["']|[^A-Za-z0-9+/_.%=-]|$)"#,
             &[1],
             Some(session_id_valid),
         )
@@ -2214,9 +2214,14 @@ fn psk_valid(caps: &Captures, text: &str) -> bool {
         // Quoted: `"nR4_kT8w.QzLmV2pXe6sHa"` is a key, though it reads like a dotted name.
         return !is_placeholder(v) && !v.starts_with('$');
     }
+    // Not a capitalised word (`pre-shared-key Authentication is configured`, `WPA2-PSK Personal`) nor a
+    // hyphenated keyword (`ascii-text` of an interactive prompt); base64 padding is part of a key.
+    static WORDS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(?:[A-Z]?[a-z]+)(?:-[A-Za-z]?[a-z]+)*[.,;:]?$").expect("words"));
     literal_valid_any(caps, text)
         && !COMMON_WORD.is_match(v)
-        && !v.contains('=')
+        && !WORDS.is_match(v)
+        && !v.trim_end_matches('=').contains('=')
         && v.chars().any(|c| c.is_ascii_lowercase())
         && v.chars().any(|c| !c.is_ascii_lowercase())
 }
@@ -2233,7 +2238,14 @@ fn wifi_key_valid(caps: &Captures, text: &str) -> bool {
 /// A literal that looks machine-generated and is not a placeholder.
 fn random_literal_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
-    looks_random(v) && !is_placeholder(v) && !is_path(v) && !looks_like_version_or_date(v)
+    // `ProjectSettingsManager`, `GITHUB_TOKEN_SECRET_NAME`: an identifier names a value, it is not one.
+    let identifier = v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !v.chars().any(|c| c.is_ascii_digit());
+    looks_random(v)
+        && !identifier
+        && !env_var_name(v)
+        && !is_placeholder(v)
+        && !is_path(v)
+        && !looks_like_version_or_date(v)
 }
 
 /// A call's last literal that only a password looks like: strong, and with a symbol (`MyService2024` is a name).
@@ -2244,17 +2256,24 @@ fn call_password_valid(caps: &Captures, text: &str) -> bool {
 /// A session id where a login hands it out or a request sends it (the text speaks of auth or login), not a
 /// Windows SID (`S-1-5-21-…`).
 fn session_id_valid(caps: &Captures, text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
+    static LOGIN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:\bauth(?:n|z|enticat\w*|ori[sz]\w*)?(?:\b|_)|\blog[io]n|\blogged[ \t]+in\b|\bsign(?:ed)?[ -]?in\b)")
+            .expect("login words")
+    });
     let v = group(caps, &[1]);
-    random_literal_valid(caps, text)
-        && !v.starts_with("S-1-")
-        && ["auth", "login", "logon"].iter().any(|w| lower.contains(w))
+    random_literal_valid(caps, text) && !v.starts_with("S-1-") && LOGIN.is_match(around(text, caps, 2048))
+}
+
+/// The text within `radius` bytes of the whole match: context checks that run per match stay linear.
+fn around<'t>(text: &'t str, caps: &Captures, radius: usize) -> &'t str {
+    let m = caps.get(0).expect("a match has group 0");
+    &text[floor_char(text, m.start().saturating_sub(radius))..ceil_char(text, (m.end() + radius).min(text.len()))]
 }
 
 /// A TACACS+ server's configuration (`tac_plus.conf`): its top-level `key` is the shared secret.
 fn tacacs_context(caps: &Captures, text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    (lower.contains("tac_plus") || lower.contains("tacacs")) && literal_valid_1(caps, text)
+    static TACACS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)tac_plus|tacacs").expect("tacacs"));
+    literal_valid_1(caps, text) && TACACS.is_match(around(text, caps, 4096))
 }
 
 /// An SNMP community other than the well-known defaults `public` and `private`.
@@ -2884,7 +2903,10 @@ fn pair_valid_single(caps: &Captures, _text: &str) -> bool {
     });
     let v = group(caps, &[1]).trim_end_matches(['.', ',', ';', ')']);
     let before = caps.get(0).zip(caps.get(1)).map_or("", |(all, value)| &all.as_str()[..value.start() - all.start()]);
-    password_like(v) && !EVENT.is_match(before)
+    // Only an id-shaped value is excused (`acme-prod-1182934`); `login successful for admin:Adm1n-P4ss!` still
+    // shows a password.
+    let id_like = v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'));
+    password_like(v) && !(id_like && EVENT.is_match(before))
 }
 
 /// Base64 that decodes to printable text in which the rules find a secret.
@@ -4033,13 +4055,14 @@ fn env_style(caps: &Captures, text: &str) -> bool {
     let sep = sep.as_str().trim();
     let yaml = (sep == ":" || sep.strip_prefix(':').is_some_and(|a| a.trim_start().starts_with('&')))
         && text[line_start..key.start()].trim().is_empty();
-    // `ServerPassword=raptorclaw` in an INI file (a `[Section]` line above it): a password-named key's word.
+    // `ServerPassword=raptorclaw` in an INI file (a `[Section]` line at most 2 kB above it, so that a text of many
+    // such lines stays linear): a password-named key's word.
     static SECTION: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"(?m)^[ \t]*\[[\w .:/-]{1,80}\][ \t]*\r?$").expect("section"));
     let ini = sep == "="
         && lead.is_empty()
         && strict_password_name(&key.as_str().to_ascii_lowercase())
-        && SECTION.is_match(&text[..line_start]);
+        && SECTION.is_match(&text[floor_char(text, line_start.saturating_sub(2048))..line_start]);
     (upper && sep == "=" && lead_ok) || yaml || ini
 }
 
@@ -5106,6 +5129,10 @@ mod tests {
             fill("\"svc_a\", \"Xk9#mQ2z!Lp4\", "),
             fill("$ cat pass.txt\nXk9#mQ2z!Lp4\n"),
             fill("|554=x|35=A"),
+            fill("pass=abc\n"),
+            fill("ServerPassword=abcdef\n[x\n"),
+            fill("key = \"abcdefg1\" tacacs\n"),
+            fill("sid=Qm4zT8vLp2WcQm4zT8vLp2WcQm4zT8vLp2WcQm4z login\n"),
         ];
         let _ = redact("warm-up");
         let mut worst = (std::time::Duration::ZERO, 0usize);
@@ -5506,6 +5533,50 @@ mod tests {
         assert_kept(&format!("  \"signature\": \"{k}{k}\""));
         assert_kept("    accounts: { mnemonic: \"test test test test test test test test test test test junk\" },");
         assert_kept("Create a service account token in **Administration → Service accounts**, then:");
+    }
+
+    /// A review of the rules `network_gear_erp_and_lab_systems` covers: secrets they left and words they took.
+    #[test]
+    fn network_gear_rules_after_review() {
+        // A login event's line still shows a password that is not id-shaped.
+        assert_redacts(
+            "INFO login successful for admin:Adm1n-P4ss! from 10.0.0.1",
+            "Adm1n-P4ss!",
+            "password_assignment",
+        );
+        // Wi-Fi keys said with "was changed to" / "is set to".
+        for (t, s) in [
+            ("the guest SSID key was changed to latte-con-leche-77", "latte-con-leche-77"),
+            ("The Wi-Fi key is set to Tr4m-Depot#9", "Tr4m-Depot#9"),
+        ] {
+            let r = redact(t);
+            assert!(!r.text.contains(s), "{t} -> {}", r.text);
+        }
+        // NX-OS SNMPv3 forms.
+        for t in [
+            "snmp-server user nms GRP v3 auth sha Auth-Key!77 priv aes-128 Priv-Key#19",
+            "snmp-server user nms GRP v3 auth sha-256 Auth-Key!77 priv Priv-Key#19",
+        ] {
+            let r = redact(t);
+            assert!(!r.text.contains("Auth-Key!77") && !r.text.contains("Priv-Key#19"), "{t} -> {}", r.text);
+        }
+        // A session id is redacted whole, dots and all.
+        let id = format!("{}.{}", "a1B2c3D4e5".repeat(6), "Z9y8X7w6V5".repeat(6));
+        let r = redact(&format!(
+            "after login: SESSION_ID = {id}
+"
+        ));
+        assert!(!r.text.contains("Z9y8X7w6V5"), "{}", r.text);
+        // A base64 pre-shared key keeps its padding.
+        let r = redact("crypto isakmp key 0 pre-shared-key Qm4zT8vLp2WcRt5u== address 0.0.0.0");
+        assert!(!r.text.contains("Qm4zT8vLp2WcRt5u"), "{}", r.text);
+        // Words after a key's name that are not keys.
+        assert_kept("IKEv2 pre-shared-key Authentication is configured on both peers.");
+        assert_kept("Security mode: WPA2-PSK Personal");
+        assert_kept("Use wpa-psk Encryption on the guest SSID.");
+        assert_kept("API token: ProjectSettingsManager");
+        assert_kept("Secret key: AbstractSingletonProxyFactoryBean");
+        assert_kept("API token: GITHUB_TOKEN_SECRET_NAME");
     }
 
     #[test]
