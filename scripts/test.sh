@@ -30,7 +30,7 @@ python3 "$ROOT/scripts/check_versions.py"
 if [ "$only" = all ] || [ "$only" = core ]; then
 log "1/3 cargo test (feedback_core)"
 cargo test -p feedback_core -- --skip _corpus --skip secrets_by_author
-log "guard corpora per author: injection (floors per held-out author C, G, H, N, R, S, X and rules-tune authors I, M), secrets (floors per held-out author E)"
+log "guard corpora per author: injection (floors per held-out author C, G, H, N, R, S, X and rules-tune authors I, M), secrets (floors per held-out author E, AA)"
 cargo test -p feedback_core --test injection_corpus -- --nocapture
 cargo test -p feedback_core --test secrets_corpus -- --nocapture
 fi

@@ -42,17 +42,23 @@
 //!   self-hosting, game servers and bots, network appliances, laboratory and clinical-trial systems, backup and
 //!   storage appliances (tune; first measured as a held-out author, after the rules were tuned on Y: 0.852
 //!   redaction and 3.7% false redaction).
+//! - `AA`: `data/guard/secrets/AA.jsonl`, automotive and EV charging, aviation, maritime, e-commerce, VFX render
+//!   farms, universities, libraries and museums, betting, print, observatories, restaurant tech and open-source
+//!   release tooling, prose in nine languages (held out: written by an author who saw no rule and no other author's
+//!   rows, after the rules were tuned on Z; about 300 of its 400 rows fill 180 shared templates with each domain's
+//!   names and fresh values, so its rows are less varied than their count suggests).
 //!
 //! A secret row counts as redacted when every listed secret is gone from the output; a clean row counts as
 //! falsely redacted when its text changes at all. Rows that are not valid (unknown label, a secret that is
 //! not a substring of its text, a secret row without secrets) are skipped and counted. Every author and format is
 //! printed; only the held-out authors are asserted, each against its floors in [`HELD_OUT`]. E's are issue 18's
-//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). E was written before most
+//! targets (redaction >= 0.95, false redaction <= 0.02; the rules reach 0.969 at 0.011). AA's are regression
+//! floors just below its first measurement (0.857 at 0.074), far from those targets. E was written before most
 //! of the rules, so how far its figure carries to code nobody tuned for is measured on each new author before any
 //! of its rows is read: L, P, Q, T, U, V, W, Y and Z measured 0.913 at 0.060, 0.836 at 0.108, 0.783 at 0.096,
 //! 0.732 at 0.109, 0.757 at 0.042, 0.781 at 0.074, 0.824 at 0.058, 0.843 at 0.089 and 0.852 at 0.037 that way,
-//! each before the rules were fitted to it. Raise a floor as redaction improves on authors it was not tuned on;
-//! never lower one to pass. A held-out author's misses are never printed, only its rates, so rules cannot be
+//! each before the rules were fitted to it, and AA 0.857 at 0.074. Raise a floor as redaction improves on authors
+//! it was not tuned on; never lower one to pass. A held-out author's misses are never printed, only its rates, so rules cannot be
 //! tuned on them. Misses of the authors in `FB_SECRETS_SHOW_MISSES`
 //! (comma-separated, default none) are printed:
 //!     FB_SECRETS_SHOW_MISSES=project,D cargo test -p feedback_core --test secrets_corpus -- --nocapture
@@ -71,8 +77,8 @@ use serde_json::Value;
 
 /// The authors whose rows no rule was tuned on, each with its floors: (author, least redaction, most false
 /// redaction).
-const HELD_OUT: [(&str, f64, f64); 1] = [("E", 0.95, 0.02)];
-const AUTHORS: [(&str, &str); 15] = [
+const HELD_OUT: [(&str, f64, f64); 2] = [("E", 0.95, 0.02), ("AA", 0.85, 0.08)];
+const AUTHORS: [(&str, &str); 16] = [
     ("project", "secrets.jsonl"),
     ("D", "secrets/D.jsonl"),
     ("E", "secrets/E.jsonl"),
@@ -88,6 +94,7 @@ const AUTHORS: [(&str, &str); 15] = [
     ("W", "secrets/W.jsonl"),
     ("Y", "secrets/Y.jsonl"),
     ("Z", "secrets/Z.jsonl"),
+    ("AA", "secrets/AA.jsonl"),
 ];
 
 struct Row {
