@@ -1544,7 +1544,7 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
         )
         .needs(&["session", "sid"]),
         // Cloudflare Tunnel's token on the command line: `cloudflared service install eyJh…`.
-        secret("api_key_assignment", r"\bcloudflared\b[^\n]*?\b(?:service[ \t]+install|--token)[ \t]+([A-Za-z0-9+/_=-]{40,})", &[1], None)
+        secret("api_key_assignment", r#"\bcloudflared\b[^\n]*?\b(?:service[ \t]+install|--token)(?:[ \t]+|[ \t]*=[ \t]*)["']?([A-Za-z0-9+/_=-]{40,})"#, &[1], None)
             .needs(&["cloudflared"]),
         // A credential-looking token in a sentence or log line that names a secret ("log in as root with X",
         // "shared their API key: X"), or on the line after a command that prints one.
@@ -5567,6 +5567,9 @@ mod tests {
 "
         ));
         assert!(!r.text.contains("Z9y8X7w6V5"), "{}", r.text);
+        // A quoted tunnel token.
+        let tok = "eyJhIjoiOWQ3ZTFiMmMiLCJ0IjoiNGE1YiIsInMiOiJhR1ZzYkc4dGQyOXliR1FoIn0=";
+        assert_redacts(&format!("cloudflared tunnel run --token \"{tok}\""), tok, "api_key_assignment");
         // A base64 pre-shared key keeps its padding.
         let r = redact("crypto isakmp key 0 pre-shared-key Qm4zT8vLp2WcRt5u== address 0.0.0.0");
         assert!(!r.text.contains("Qm4zT8vLp2WcRt5u"), "{}", r.text);
