@@ -25,7 +25,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::{Captures, Match, Regex};
 
 /// The redacted text and one `kind` per replaced secret, in replacement order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -2064,10 +2064,7 @@ fn basic_valid(caps: &Captures, _text: &str) -> bool {
 /// Twilio named, or an account SID, within 2 kB of the token (a bounded look, whatever the text's size).
 fn twilio_context(caps: &Captures, text: &str) -> bool {
     static SID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)twilio|\bAC[0-9a-f]{32}\b").expect("sid"));
-    let Some(m) = caps.get(1) else { return false };
-    let from = floor_char(text, m.start().saturating_sub(2048));
-    let to = ceil_char(text, (m.end() + 2048).min(text.len()));
-    SID.is_match(&text[from..to])
+    caps.get(1).is_some_and(|m| SID.is_match(around(text, m, 2048)))
 }
 
 fn npm_auth_valid(caps: &Captures, _text: &str) -> bool {
@@ -2239,9 +2236,8 @@ fn wifi_key_valid(caps: &Captures, text: &str) -> bool {
 fn random_literal_valid(caps: &Captures, _text: &str) -> bool {
     let v = group(caps, &[1]);
     // `ProjectSettingsManager`, `GITHUB_TOKEN_SECRET_NAME`: an identifier names a value, it is not one.
-    let identifier = v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !v.chars().any(|c| c.is_ascii_digit());
     looks_random(v)
-        && !identifier
+        && !plain_identifier(v)
         && !env_var_name(v)
         && !is_placeholder(v)
         && !is_path(v)
@@ -2261,19 +2257,23 @@ fn session_id_valid(caps: &Captures, text: &str) -> bool {
             .expect("login words")
     });
     let v = group(caps, &[1]);
-    random_literal_valid(caps, text) && !v.starts_with("S-1-") && LOGIN.is_match(around(text, caps, 2048))
+    random_literal_valid(caps, text) && !v.starts_with("S-1-") && LOGIN.is_match(around(text, whole(caps), 2048))
 }
 
-/// The text within `radius` bytes of the whole match: context checks that run per match stay linear.
-fn around<'t>(text: &'t str, caps: &Captures, radius: usize) -> &'t str {
-    let m = caps.get(0).expect("a match has group 0");
+/// The text within `radius` bytes of `m`: context checks that run per match stay linear.
+fn around<'t>(text: &'t str, m: Match, radius: usize) -> &'t str {
     &text[floor_char(text, m.start().saturating_sub(radius))..ceil_char(text, (m.end() + radius).min(text.len()))]
+}
+
+/// The whole match of a rule (group 0 is always there).
+fn whole<'t>(caps: &Captures<'t>) -> Match<'t> {
+    caps.get(0).expect("a match has group 0")
 }
 
 /// A TACACS+ server's configuration (`tac_plus.conf`): its top-level `key` is the shared secret.
 fn tacacs_context(caps: &Captures, text: &str) -> bool {
     static TACACS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)tac_plus|tacacs").expect("tacacs"));
-    literal_valid_1(caps, text) && TACACS.is_match(around(text, caps, 4096))
+    literal_valid_1(caps, text) && TACACS.is_match(around(text, whole(caps), 4096))
 }
 
 /// An SNMP community other than the well-known defaults `public` and `private`.
@@ -2840,15 +2840,19 @@ fn line_window(text: &str, at: usize, end: usize) -> &str {
     &text[start..stop]
 }
 
+/// Letters and underscores only (`ProjectSettingsManager`, `GITHUB_TOKEN_SECRET_NAME`): a name, not a value.
+fn plain_identifier(v: &str) -> bool {
+    v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !v.chars().any(|c| c.is_ascii_digit())
+}
+
 fn password_like(v: &str) -> bool {
     let n = v.chars().count();
     let digit = v.chars().any(|c| c.is_ascii_digit());
     let alpha = v.chars().any(|c| c.is_alphabetic());
     let symbol = v.chars().any(|c| !c.is_alphanumeric());
-    let identifier = v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !digit;
     n >= 6
         && alpha
-        && !identifier
+        && !plain_identifier(v)
         && (digit || (symbol && v.chars().any(|c| c.is_uppercase())))
         && !v.contains("://")
         && !is_placeholder(v)
@@ -2856,10 +2860,13 @@ fn password_like(v: &str) -> bool {
         && !looks_like_version_or_date(v)
 }
 
+/// An ISO 8601 date, with a time if any (`2024-03-12`, `2024-03-12T08:12:44Z`).
+const ISO_DATE_TIME: &str = r"\d{4}-\d{2}-\d{2}(?:[t ][\d:.]+(?:z|[+-]\d{2}:?\d{2})?)?";
+
 /// A clock time or a calendar date (`08:12:44`, `2024-03-12`): what follows "Login Time :" in a session listing.
 fn looks_like_time_or_date(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:am|pm)?|\d{4}-\d{2}-\d{2}(?:[t ][\d:.]+(?:z|[+-]\d{2}:?\d{2})?)?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})$")
+        Regex::new(&format!(r"(?i)^(?:\d{{1,2}}:\d{{2}}(?::\d{{2}}(?:[.,]\d+)?)?(?:am|pm)?|{ISO_DATE_TIME}|\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}})$"))
             .expect("time or date")
     });
     SHAPE.is_match(v)
@@ -2867,7 +2874,7 @@ fn looks_like_time_or_date(v: &str) -> bool {
 
 fn looks_like_version_or_date(v: &str) -> bool {
     static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:v?\d+(?:\.\d+)+(?:-[\w.]+)?|\d{4}-\d{2}-\d{2}(?:[t ][\d:.]+(?:z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?|[a-z]+-\d{1,6}|\d+(?:ms|s|m|h|d|kb|mb|gb|tb|%)|https?:.*|[\w.-]+@[\w-]+\.[\w.-]+|(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/\d+)?)$")
+        Regex::new(&format!(r"(?i)^(?:v?\d+(?:\.\d+)+(?:-[\w.]+)?|{ISO_DATE_TIME}|\d{{1,2}}:\d{{2}}(?::\d{{2}})?|[a-z]+-\d{{1,6}}|\d+(?:ms|s|m|h|d|kb|mb|gb|tb|%)|https?:.*|[\w.-]+@[\w-]+\.[\w.-]+|(?:\d{{1,3}}\.){{3}}\d{{1,3}}(?::\d+)?(?:/\d+)?)$"))
             .expect("version or date")
     });
     SHAPE.is_match(v)
@@ -3716,8 +3723,6 @@ fn connection_string_valid(caps: &Captures, text: &str) -> bool {
             .expect("connection string context")
     });
     let Some(m) = caps.get(1) else { return false };
-    let from = floor_char(text, m.start().saturating_sub(300));
-    let to = ceil_char(text, (m.end() + 300).min(text.len()));
     // `password={sql_pw}` in an f-string or a format string: a placeholder (ODBC's `{…}` quoting holds the
     // characters a plain value could not).
     let braced = m.as_str().strip_prefix('{').and_then(|r| r.strip_suffix('}'));
@@ -3736,7 +3741,7 @@ fn connection_string_valid(caps: &Captures, text: &str) -> bool {
         return false;
     }
     let v = m.as_str().trim_matches(['{', '}', '"', '\'']);
-    let window = &text[from..to];
+    let window = around(text, m, 300);
     // `password = await vault.Read(…)` near a connection string is code, not the string's password.
     let code = v.contains('(') || v.starts_with("await ") || v.starts_with("new ");
     window.contains(';')
@@ -5549,30 +5554,24 @@ mod tests {
             ("the guest SSID key was changed to latte-con-leche-77", "latte-con-leche-77"),
             ("The Wi-Fi key is set to Tr4m-Depot#9", "Tr4m-Depot#9"),
         ] {
-            let r = redact(t);
-            assert!(!r.text.contains(s), "{t} -> {}", r.text);
+            assert_gone(t, s);
         }
         // NX-OS SNMPv3 forms.
         for t in [
             "snmp-server user nms GRP v3 auth sha Auth-Key!77 priv aes-128 Priv-Key#19",
             "snmp-server user nms GRP v3 auth sha-256 Auth-Key!77 priv Priv-Key#19",
         ] {
-            let r = redact(t);
-            assert!(!r.text.contains("Auth-Key!77") && !r.text.contains("Priv-Key#19"), "{t} -> {}", r.text);
+            assert_gone(t, "Auth-Key!77");
+            assert_gone(t, "Priv-Key#19");
         }
         // A session id is redacted whole, dots and all.
         let id = format!("{}.{}", "a1B2c3D4e5".repeat(6), "Z9y8X7w6V5".repeat(6));
-        let r = redact(&format!(
-            "after login: SESSION_ID = {id}
-"
-        ));
-        assert!(!r.text.contains("Z9y8X7w6V5"), "{}", r.text);
+        assert_gone(&format!("after login: SESSION_ID = {id}\n"), "Z9y8X7w6V5");
         // A quoted tunnel token.
         let tok = "eyJhIjoiOWQ3ZTFiMmMiLCJ0IjoiNGE1YiIsInMiOiJhR1ZzYkc4dGQyOXliR1FoIn0=";
         assert_redacts(&format!("cloudflared tunnel run --token \"{tok}\""), tok, "api_key_assignment");
         // A base64 pre-shared key keeps its padding.
-        let r = redact("crypto isakmp key 0 pre-shared-key Qm4zT8vLp2WcRt5u== address 0.0.0.0");
-        assert!(!r.text.contains("Qm4zT8vLp2WcRt5u"), "{}", r.text);
+        assert_gone("crypto isakmp key 0 pre-shared-key Qm4zT8vLp2WcRt5u== address 0.0.0.0", "Qm4zT8vLp2WcRt5u");
         // Words after a key's name that are not keys.
         assert_kept("IKEv2 pre-shared-key Authentication is configured on both peers.");
         assert_kept("Security mode: WPA2-PSK Personal");
@@ -5606,8 +5605,8 @@ mod tests {
         assert_kept("Configure the pre-shared-key under the tunnel group first.");
         // SNMPv3 users, Net-SNMP communities, TACACS+.
         let t = "sw1(config)#snmp-server user nms GRP v3 auth sha Auth-Key!77 priv aes 128 Priv-Key#19";
-        let r = redact(t);
-        assert!(!r.text.contains("Auth-Key!77") && !r.text.contains("Priv-Key#19"), "{}", r.text);
+        assert_gone(t, "Auth-Key!77");
+        assert_gone(t, "Priv-Key#19");
         assert_redacts("rocommunity m0n-r3ad 10.0.0.0/16", "m0n-r3ad", "password_assignment");
         assert_kept("rocommunity public 10.0.0.0/16");
         assert_redacts("# tac_plus.conf\nkey = \"Sh4red_Tac#Key\"\n", "Sh4red_Tac#Key", "password_assignment");
