@@ -32,7 +32,10 @@ mod tests {
         // For a decision fitted with segments (before 0.11.0 every one was), a diff's post-image comes first, then
         // windows of lines (none for a short input); the shipped decision reads the whole input alone.
         let diff = r#"E'--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-old()\n+new()\n keep()'"#;
-        assert_eq!(one::<Vec<String>>(&format!("SELECT _fb_segments({diff}, '{{}}')")), vec!["new()\nkeep()".to_string()]);
+        assert_eq!(
+            one::<Vec<String>>(&format!("SELECT _fb_segments({diff}, '{{}}')")),
+            vec!["new()\nkeep()".to_string()]
+        );
         let windows = "SELECT cardinality(_fb_segments(repeat(E'x = 1;\n', 30), '{\"max_segments\": 3}'))";
         assert_eq!(one::<i32>(windows), 3);
         assert!(one::<bool>(&format!(

@@ -2030,8 +2030,9 @@ fn group<'t>(caps: &Captures<'t>, groups: &[usize]) -> &'t str {
     groups.iter().find_map(|&g| caps.get(g)).map_or("", |m| m.as_str())
 }
 
-fn service_account_context(_caps: &Captures, text: &str) -> bool {
-    text.contains("service_account") || text.contains("\"private_key_id\"") || text.contains("gserviceaccount.com")
+fn service_account_context(caps: &Captures, text: &str) -> bool {
+    let near = around(text, whole(caps), CONTEXT_RADIUS);
+    near.contains("service_account") || near.contains("\"private_key_id\"") || near.contains("gserviceaccount.com")
 }
 
 fn aws_secret_valid(caps: &Captures, text: &str) -> bool {
@@ -2260,6 +2261,10 @@ fn session_id_valid(caps: &Captures, text: &str) -> bool {
     random_literal_valid(caps, text) && !v.starts_with("S-1-") && LOGIN.is_match(around(text, whole(caps), 2048))
 }
 
+/// How far around a match a context check looks for the words that say what the text is (a vendor, a protocol):
+/// far enough for one configuration file or script, near enough that checks run per match stay linear.
+const CONTEXT_RADIUS: usize = 4096;
+
 /// The text within `radius` bytes of `m`: context checks that run per match stay linear.
 fn around<'t>(text: &'t str, m: Match, radius: usize) -> &'t str {
     &text[floor_char(text, m.start().saturating_sub(radius))..ceil_char(text, (m.end() + radius).min(text.len()))]
@@ -2273,7 +2278,7 @@ fn whole<'t>(caps: &Captures<'t>) -> Match<'t> {
 /// A TACACS+ server's configuration (`tac_plus.conf`): its top-level `key` is the shared secret.
 fn tacacs_context(caps: &Captures, text: &str) -> bool {
     static TACACS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)tac_plus|tacacs").expect("tacacs"));
-    literal_valid_1(caps, text) && TACACS.is_match(around(text, whole(caps), 4096))
+    literal_valid_1(caps, text) && TACACS.is_match(around(text, whole(caps), CONTEXT_RADIUS))
 }
 
 /// An SNMP community other than the well-known defaults `public` and `private`.
@@ -2424,7 +2429,7 @@ fn identified_valid(caps: &Captures, _text: &str) -> bool {
 }
 
 fn jaas_context(caps: &Captures, text: &str) -> bool {
-    text.contains("LoginModule") && cli_password_valid(caps, text)
+    around(text, whole(caps), CONTEXT_RADIUS).contains("LoginModule") && cli_password_valid(caps, text)
 }
 
 /// A key passed as a command's positional argument: it must look random.
@@ -2531,7 +2536,8 @@ fn literal_valid_any(caps: &Captures, _text: &str) -> bool {
 
 /// `john --show` / `hashcat --show` output: `user:password:rid::::`.
 fn cracked_listing(caps: &Captures, text: &str) -> bool {
-    (text.contains("john") || text.contains("hashcat")) && literal_valid_any(caps, text)
+    let near = around(text, whole(caps), CONTEXT_RADIUS);
+    (near.contains("john") || near.contains("hashcat")) && literal_valid_any(caps, text)
 }
 
 /// Two adjacent literals: the first names an account, the second is password-shaped (three classes of
@@ -2582,11 +2588,12 @@ fn printed_secret_valid(caps: &Captures, _text: &str) -> bool {
 }
 
 fn fix_context(caps: &Captures, text: &str) -> bool {
-    (text.contains("8=FIX") || text.contains("35=")) && literal_valid_any(caps, text)
+    let near = around(text, whole(caps), CONTEXT_RADIUS);
+    (near.contains("8=FIX") || near.contains("35=")) && literal_valid_any(caps, text)
 }
 
 fn ftp_context(caps: &Captures, text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
+    let lower = around(text, whole(caps), CONTEXT_RADIUS).to_ascii_lowercase();
     lower.contains("ftp") && lower.contains("open") && password_like(group(caps, &[1]))
 }
 
@@ -2609,22 +2616,20 @@ fn users_map_valid(caps: &Captures, text: &str) -> bool {
 /// A `name=value` line in an INI section of accounts (`[Account]`, `[Users]`, `[Credentials]`).
 fn users_section_valid(caps: &Captures, text: &str) -> bool {
     let Some(m) = caps.get(1) else { return false };
-    let head = &text[floor_char(text, m.start().saturating_sub(2000))..m.start()];
-    let Some(open) = head.rfind("\n[").map(|i| i + 1).or_else(|| head.starts_with('[').then_some(0)) else {
-        return false;
-    };
-    let section = head[open..].lines().next().unwrap_or("").to_ascii_lowercase();
+    let Some(section) = ini_section_above(text, line_start(text, m.start(), 200)) else { return false };
+    let section = section.to_ascii_lowercase();
     let v = m.as_str();
     // Not git's `[user]` (name, email, signingkey): a section that lists accounts.
     ["[account]", "[accounts]", "[users]", "[credentials]", "[passwords]", "[logins]"]
         .iter()
-        .any(|s| section.trim_end().starts_with(s))
+        .any(|s| section.starts_with(s))
         && password_like(v)
         && !is_placeholder(v)
 }
 
 fn cyberark_context(caps: &Captures, text: &str) -> bool {
-    (text.contains("AIMWebService") || text.contains("PasswordChangeInProcess")) && literal_valid_any(caps, text)
+    let near = around(text, whole(caps), CONTEXT_RADIUS);
+    (near.contains("AIMWebService") || near.contains("PasswordChangeInProcess")) && literal_valid_any(caps, text)
 }
 
 fn pin_valid(caps: &Captures, _text: &str) -> bool {
@@ -2637,9 +2642,10 @@ fn pin_valid(caps: &Captures, _text: &str) -> bool {
 
 fn alpaca_context(caps: &Captures, text: &str) -> bool {
     let v = group(caps, &[1]);
-    v.chars().any(|c| c.is_ascii_digit())
-        && v.chars().filter(|c| c.is_ascii_uppercase()).count() >= 8
-        && (text.to_ascii_lowercase().contains("alpaca") || text.contains("APCA"))
+    v.chars().any(|c| c.is_ascii_digit()) && v.chars().filter(|c| c.is_ascii_uppercase()).count() >= 8 && {
+        let near = around(text, whole(caps), CONTEXT_RADIUS);
+        near.to_ascii_lowercase().contains("alpaca") || near.contains("APCA")
+    }
 }
 
 /// A random literal handed to a call: a long mixed-case one to any call that is not a lookup or a decoder, a
@@ -2742,7 +2748,7 @@ fn upper_key_valid(caps: &Captures, _text: &str) -> bool {
 
 /// `key X` on an indented line of a TACACS+/RADIUS/ISAKMP block.
 fn aaa_key_valid(caps: &Captures, text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
+    let lower = around(text, whole(caps), CONTEXT_RADIUS).to_ascii_lowercase();
     let v = group(caps, &[1]);
     ["tacacs", "radius", "isakmp", "aaa ", "ntp authentication"].iter().any(|w| lower.contains(w))
         && (password_like(v) || credential_shaped(v))
@@ -3753,6 +3759,16 @@ fn connection_string_valid(caps: &Captures, text: &str) -> bool {
 }
 
 /// The start of the line holding `at`, looking back at most `max` bytes (long lines cost no more).
+/// The `[Section]` header an INI line at `at` sits under: the nearest line above it, at most 2 kB up (so that a
+/// text of many such lines stays linear), whose first non-blank character is `[`, if that line is a header.
+fn ini_section_above(text: &str, at: usize) -> Option<&str> {
+    static SECTION: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^[ \t]*\[[\w .:/-]{1,80}\][ \t]*\r?$").expect("section"));
+    let head = &text[floor_char(text, at.saturating_sub(2048))..at];
+    let line = head.lines().rev().find(|l| l.trim_start().starts_with('['))?;
+    SECTION.is_match(line).then(|| line.trim())
+}
+
 fn line_start(text: &str, at: usize, max: usize) -> usize {
     let from = floor_char(text, at.saturating_sub(max));
     text[from..at].rfind('\n').map_or(from, |i| from + i + 1)
@@ -4060,14 +4076,11 @@ fn env_style(caps: &Captures, text: &str) -> bool {
     let sep = sep.as_str().trim();
     let yaml = (sep == ":" || sep.strip_prefix(':').is_some_and(|a| a.trim_start().starts_with('&')))
         && text[line_start..key.start()].trim().is_empty();
-    // `ServerPassword=raptorclaw` in an INI file (a `[Section]` line at most 2 kB above it, so that a text of many
-    // such lines stays linear): a password-named key's word.
-    static SECTION: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"(?m)^[ \t]*\[[\w .:/-]{1,80}\][ \t]*\r?$").expect("section"));
+    // `ServerPassword=raptorclaw` under an INI file's `[Section]`: a password-named key's word.
     let ini = sep == "="
         && lead.is_empty()
         && strict_password_name(&key.as_str().to_ascii_lowercase())
-        && SECTION.is_match(&text[floor_char(text, line_start.saturating_sub(2048))..line_start]);
+        && ini_section_above(text, line_start).is_some();
     (upper && sep == "=" && lead_ok) || yaml || ini
 }
 
@@ -5138,6 +5151,13 @@ mod tests {
             fill("ServerPassword=abcdef\n[x\n"),
             fill("key = \"abcdefg1\" tacacs\n"),
             fill("sid=Qm4zT8vLp2WcQm4zT8vLp2WcQm4zT8vLp2WcQm4z login\n"),
+            // Context checks that look for a vendor's or protocol's word near each match.
+            fill(" key Xk9mQ2zLp4 radius\n"),
+            fill("echo user a Xk9#mQ2z ftp open\n"),
+            fill("PKABCDEFGH1JKLMNOPQR apca alpaca "),
+            fill("a:Xk9#mQ2zLp4:1001:::: john --show\n"),
+            fill("\"Content\": \"Xk9#mQ2z\" AIMWebService "),
+            fill("user_a=\"Xk9#mQ2z\" LoginModule "),
         ];
         let _ = redact("warm-up");
         let mut worst = (std::time::Duration::ZERO, 0usize);
