@@ -201,6 +201,7 @@ def main():
     rows += flood.run(args.port, 10 if args.quick else 20, log=log)
     log("== quality: the golden test split per kind; guard corpora and dedup pairs per author")
     rows += quality.golden_rows(args.port)
+    rows += quality.code_ranking_rows(args.port)
     reports = quality.corpora(log=log)
 
     with connect(args.port, "feedback") as c:

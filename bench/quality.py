@@ -36,6 +36,48 @@ def golden_rows(port):
     return rows
 
 
+# Each golden code input's 20 candidates in the shipped decision's order, with its probabilities and the grades.
+CODE_ORDER = """
+SELECT g.split, coalesce(array_agg(c.id ORDER BY c.n) FILTER (WHERE c.id IS NOT NULL), '{}'),
+       _fb_decide(g.query, array_agg(c.doc ORDER BY c.n), array_agg(c.context ORDER BY c.n),
+                  array_agg(c.similarity ORDER BY c.n), array_agg(c.segment ORDER BY c.n), 0, _fb_shipped_decision()),
+       (SELECT coalesce(array_agg(j.note_id), '{}') FROM feedback_golden_judgments j
+         WHERE j.golden_id = g.id AND j.grade = 2)
+  FROM feedback_golden g
+  LEFT JOIN LATERAL _fb_code_candidates(g.query, ARRAY[(fb_embed_batch(ARRAY[g.query], true))[1]],
+                                        _fb_task_type(g.task_type), 20, _fb_active_model())
+            WITH ORDINALITY AS c(id, lesson, correction, similarity, created_at, segment, doc, context, n) ON true
+ WHERE _fb_input_kind(g.query) = 'code'
+ GROUP BY g.id, g.split, g.query
+"""
+
+
+def code_ranking_rows(port):
+    """Ranking against deciding on the golden code inputs, per split: how many applicable notes the shipped
+    decision's first k candidates hold (recall@k), and how well its best probability tells an input to which a
+    note applies from a clean one (the AUC of that maximum: 0.5 is chance). Rates only."""
+    rows = []
+    with connect(port, "feedback") as c:
+        data = c.execute(CODE_ORDER).fetchall()
+    for split in ("tune", "test"):
+        inputs = [(ids, probs or [], set(good)) for s, ids, probs, good in data if s == split]
+        applicable = sum(len(good) for _, _, good in inputs)
+        recall = []
+        for k in (1, 3, 5):
+            hits = sum(len(good & {i for i, _ in sorted(zip(ids, probs), key=lambda t: -t[1])[:k]})
+                       for ids, probs, good in inputs)
+            recall.append(f"recall@{k} {hits / max(applicable, 1):.3f}")
+        best = lambda probs: max(probs, default=0.0)
+        with_note = [best(p) for _, p, good in inputs if good]
+        clean = [best(p) for _, p, good in inputs if not good]
+        pairs = [(a > b) + 0.5 * (a == b) for a in with_note for b in clean]
+        auc = sum(pairs) / max(len(pairs), 1)
+        rows.append((f"code inputs, {split} split ({len(inputs)}): ranking against deciding, shipped decision",
+                     f"{', '.join(recall)} of {applicable} applicable notes; AUC of the best probability, "
+                     f"{len(with_note)} inputs with an applicable note against {len(clean)} clean: {auc:.3f}"))
+    return rows
+
+
 def _cargo(args, log):
     # The model files and ONNX Runtime the extension loads, as scripts/test.sh passes them.
     env = dict(os.environ, FB_MODEL_DIR=str(model_dir()), FB_ORT_LIBRARY=str(ort_library()))
