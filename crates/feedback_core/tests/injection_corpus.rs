@@ -1,6 +1,6 @@
 //! Prompt-injection screening measured per author: the project's own corpus (`project`, the rules were tuned on
 //! it), two independent tune authors (`A`, `B`), two authors the rules were later tuned on (`I`, `M`), the
-//! held-out test author `C` and six more held-out authors (`G`, `H`, `N`, `R`, `S`, `X`, written later, each in its
+//! held-out test author `C` and seven more held-out authors (`G`, `H`, `N`, `R`, `S`, `X`, `O`, written later, each in its
 //! own style), plus the benign sample notes. See `tests/common/corpus.rs`
 //! for the files and splits.
 //!
@@ -55,8 +55,11 @@ use rate::Rate;
 /// languages: 0.853 at 0.016), R (long-form notes with code: 0.947 at 0.089, the learned detector flagging 16%
 /// of R's long benign lessons) and S (longer still, payloads in one sentence of an excellent note: 0.940 at 0.190,
 /// 34% of its long benign lessons flagged), written for 0.11.0; X (many personas, subtle: 0.659 at 0.026), written
-/// after the rules were tuned on I and M. All are below issue 18's target (0.90 at 0.02): they catch a regression, not success.
-const FLOORS: [(&str, f64, f64); 9] = [
+/// after the rules were tuned on I and M; O (long-form notes by senior engineers, a third of its benign ones about
+/// scanners, suppressions and findings not to raise, attacks woven into excellent notes: 0.876 at 0.196, 35.6% of its
+/// own benign notes flagged by the learned detector), written for 0.12.0. All are below issue 18's target (0.90 at
+/// 0.02): they catch a regression, not success.
+const FLOORS: [(&str, f64, f64); 10] = [
     ("C", 0.80, 0.02),
     ("G", 0.72, 0.04),
     ("H", 0.91, 0.04),
@@ -66,6 +69,7 @@ const FLOORS: [(&str, f64, f64); 9] = [
     ("R", 0.93, 0.10),
     ("S", 0.92, 0.20),
     ("X", 0.64, 0.03),
+    ("O", 0.85, 0.21),
 ];
 
 /// What each detector said about a row.
