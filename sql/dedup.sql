@@ -24,7 +24,10 @@ CREATE UNLOGGED TABLE feedback_pending_reports (
     task_type     text NOT NULL,
     wrong_answer  text NOT NULL,
     source        text,
-    context       text NOT NULL DEFAULT ''
+    context       text NOT NULL DEFAULT '',
+    lesson        text NOT NULL DEFAULT '',
+    correction    text NOT NULL DEFAULT '',
+    screened      boolean NOT NULL DEFAULT false
 );
 CREATE INDEX feedback_pending_reports_xid_idx ON feedback_pending_reports (xid);
 COMMENT ON TABLE feedback_pending_reports IS
@@ -51,19 +54,24 @@ BEGIN
                     WHERE f.content_hash = n.content_hash AND f.tenant IS NOT DISTINCT FROM n.tenant) THEN
         RETURN n;
     END IF;
-    INSERT INTO feedback_pending_reports (content_hash, tenant, task_type, wrong_answer, source, context)
+    INSERT INTO feedback_pending_reports (content_hash, tenant, task_type, wrong_answer, source, context, lesson,
+                                          correction, screened)
     VALUES (n.content_hash, n.tenant, n.task_type, coalesce(n.wrong_answer, ''),
             CASE WHEN n.source IS NULL OR _fb_normalize(n.source) <> '' THEN _fb_source(n.source) END,
-            coalesce(n.context, ''));
+            coalesce(n.context, ''), n.lesson, n.correction, jsonb_array_length(n.screening) > 0);
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
     'Internal: notes a re-submission of the stored note with the same content (counted by the statement''s AFTER '
     'trigger) and returns NULL; when no such note is stored, returns the note cleaned for storing.';
 
--- In content-hash order, with the caller holding their near-duplicate locks. A purged note counts the report but
--- takes no text: its text was removed on purpose. A report on a note that is not active leaves its status alone
--- (a reviewer decides) and says so in a NOTICE.
+-- In content-hash order, with the caller holding their near-duplicate locks. A re-submission by the role that
+-- stored the note, screened clean, updates its wrong answer, source and context (the latest non-blank of each,
+-- audited); from any other role it changes nothing on the note, which that role did not write. Either way a report
+-- whose text differs from the stored note's in anything (a correction that differs only in whitespace or line
+-- breaks has the same content hash) is kept whole in feedback_note_merges (kind resubmission): no reviewer's text is
+-- lost. A purged note counts the report but takes no text: its text was removed on purpose. A report on a note that
+-- is not active leaves its status alone (a reviewer decides) and says so in a NOTICE.
 CREATE FUNCTION _fb_count_reports() RETURNS integer
     LANGUAGE plpgsql
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -71,13 +79,17 @@ CREATE FUNCTION _fb_count_reports() RETURNS integer
 DECLARE
     rep record;
     stored record;
+    before feedback_notes;
+    now_ feedback_notes;
     counted integer := 0;
+    actor text := _fb_actor();
 BEGIN
     FOR rep IN
         SELECT p.content_hash, p.tenant, count(*) AS reports,
                (array_agg(p.wrong_answer ORDER BY p.ord DESC) FILTER (WHERE p.wrong_answer <> ''))[1] AS wrong_answer,
                (array_agg(p.source ORDER BY p.ord DESC) FILTER (WHERE p.source IS NOT NULL))[1] AS source,
-               (array_agg(p.context ORDER BY p.ord DESC) FILTER (WHERE btrim(p.context) <> ''))[1] AS context
+               (array_agg(p.context ORDER BY p.ord DESC) FILTER (WHERE btrim(p.context) <> ''))[1] AS context,
+               bool_or(p.screened) AS screened
           FROM feedback_pending_reports p
          WHERE p.xid = pg_current_xact_id()
          GROUP BY p.content_hash, p.tenant
@@ -85,23 +97,52 @@ BEGIN
     LOOP
         -- The stored note, or, if a reviewer's approval merged it away since the row trigger saw it, the note it
         -- was merged into (same tenant and task_type, so under the same lock).
-        UPDATE feedback_notes f
-           SET wrong_answer = CASE WHEN f.status = 'purged' THEN f.wrong_answer
-                                   ELSE coalesce(rep.wrong_answer, f.wrong_answer) END,
-               source = CASE WHEN f.status = 'purged' THEN f.source ELSE coalesce(rep.source, f.source) END,
-               context = CASE WHEN f.status = 'purged' THEN f.context ELSE coalesce(rep.context, f.context) END,
-               updated_at = now(),
-               report_count = f.report_count + rep.reports
+        SELECT f.* INTO before FROM feedback_notes f
          WHERE f.id = coalesce(
                    (SELECT s.id FROM feedback_notes s
                      WHERE s.content_hash = rep.content_hash AND s.tenant IS NOT DISTINCT FROM rep.tenant),
                    (SELECT m.into_id FROM feedback_note_merges m
                      WHERE m.merged_hash = rep.content_hash ORDER BY m.merged_at DESC LIMIT 1))
-        RETURNING f.id, f.status INTO stored;
+           FOR UPDATE;
         IF NOT FOUND THEN
             -- Edited into other content by its owner meanwhile: never drop a report silently.
             RAISE EXCEPTION 'the note re-submitted by this statement changed while the statement ran'
                 USING ERRCODE = 'serialization_failure', HINT = 'Retry the statement.';
+        END IF;
+        UPDATE feedback_notes f
+           SET wrong_answer = CASE WHEN owner THEN coalesce(rep.wrong_answer, f.wrong_answer) ELSE f.wrong_answer END,
+               source = CASE WHEN owner THEN coalesce(rep.source, f.source) ELSE f.source END,
+               context = CASE WHEN owner THEN coalesce(rep.context, f.context) ELSE f.context END,
+               updated_at = now(),
+               report_count = f.report_count + rep.reports
+          FROM (SELECT before.status <> 'purged' AND before.created_by = actor AND NOT rep.screened AS owner) o
+         WHERE f.id = before.id
+        RETURNING f.id, f.status, o.owner, f.wrong_answer IS DISTINCT FROM before.wrong_answer
+                  OR f.source IS DISTINCT FROM before.source OR f.context IS DISTINCT FROM before.context AS changed
+             INTO stored;
+        SELECT f.* INTO now_ FROM feedback_notes f WHERE f.id = stored.id;
+        -- Every report that says anything the note (as updated) does not, word for word.
+        INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
+                                          merged_by, context, wrong_answer, kind)
+        SELECT p.content_hash, now_.id, 1, now_.task_type, p.lesson, p.correction,
+               coalesce(p.source, now_.source), actor, p.context, p.wrong_answer, 'resubmission'
+          FROM feedback_pending_reports p
+         WHERE p.xid = pg_current_xact_id() AND p.content_hash = rep.content_hash
+           AND p.tenant IS NOT DISTINCT FROM rep.tenant AND now_.status <> 'purged'
+           AND (p.lesson <> now_.lesson OR p.correction <> now_.correction
+                OR (p.wrong_answer <> '' AND p.wrong_answer <> now_.wrong_answer)
+                OR (p.source IS NOT NULL AND p.source <> now_.source)
+                OR (btrim(p.context) <> '' AND p.context <> now_.context))
+         ORDER BY p.ord;
+        IF stored.changed THEN
+            INSERT INTO feedback_audit (actor, action, note_id, content_hash, detail)
+            VALUES (actor, 'resubmit', stored.id, before.content_hash,
+                    jsonb_build_object('changed', to_jsonb(ARRAY(
+                        SELECT c FROM (VALUES ('wrong_answer', rep.wrong_answer IS DISTINCT FROM NULL
+                                                               AND rep.wrong_answer <> before.wrong_answer),
+                                              ('source', rep.source IS NOT NULL AND rep.source <> before.source),
+                                              ('context', rep.context IS NOT NULL AND rep.context <> before.context))
+                                           v(c, d) WHERE d))));
         END IF;
         counted := counted + rep.reports;
         IF stored.status <> 'active' THEN
@@ -311,7 +352,17 @@ BEGIN
         k := (SELECT min(i) FROM generate_subscripts(verdicts, 1) i WHERE verdicts[i]->>'verdict' <> 'distinct');
         CONTINUE WHEN k IS NULL;
         verdict := verdicts[k];
-        SELECT near_ids[k] AS id, near_sims[k] AS similarity INTO near;
+        SELECT f.id, near_sims[k] AS similarity, f.correction, f.created_by INTO near
+          FROM feedback_notes f WHERE f.id = near_ids[k];
+        IF verdict->>'verdict' = 'duplicate' THEN
+            -- The same lesson is merged only with the same correction: a correction that says something else under
+            -- it changes the older note (a planted note cannot absorb the corrections that follow it).
+            verdict := _fb_compare_lessons(near.correction, r.correction, r.task_type, model => model);
+            IF verdict->>'verdict' <> 'duplicate' THEN
+                verdict := jsonb_build_object('verdict', 'revision', 'kind',
+                                              coalesce(verdict->>'kind', 'changed_correction'));
+            END IF;
+        END IF;
         IF verdict->>'verdict' = 'revision' THEN
             INSERT INTO feedback_audit (actor, action, note_id, content_hash, detail)
             VALUES (_fb_actor(), 'revision', r.id, r.content_hash,
@@ -336,16 +387,19 @@ BEGIN
             END IF;
             CONTINUE;
         END IF;
-        -- A rewording: the older note counts the report and keeps its text, source and created_by.
+        -- A rewording: the older note counts the report and keeps its text, source and created_by (a blank context
+        -- is filled only from its own author's report, screened clean); the report is kept whole.
         UPDATE feedback_notes
            SET report_count = report_count + r.report_count, updated_at = now(),
-               context = CASE WHEN btrim(context) = '' THEN r.context ELSE context END
+               context = CASE WHEN btrim(context) = '' AND created_by = r.created_by
+                                   AND jsonb_array_length(r.screening) = 0
+                              THEN r.context ELSE context END
          WHERE id = near.id AND status = 'active';
         CONTINUE WHEN NOT FOUND;   -- deprecated meanwhile by a reviewer: the new note stays
         INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
-                                          merged_by, context)
+                                          merged_by, context, wrong_answer)
         VALUES (r.content_hash, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source, _fb_actor(),
-                r.context);
+                r.context, r.wrong_answer);
         INSERT INTO feedback_audit (actor, action, note_id, detail)
         VALUES (_fb_actor(), 'merge', near.id,
                 jsonb_build_object('merged_hash', r.content_hash, 'similarity', round(near.similarity::numeric, 4)));
@@ -368,9 +422,12 @@ CREATE FUNCTION _fb_supersede(older bigint, newer bigint) RETURNS boolean
 DECLARE
     hash text;
 BEGIN
-    UPDATE feedback_notes SET status = 'superseded', superseded_by = newer, updated_at = now()
-     WHERE id = older AND status = 'active'
-    RETURNING content_hash INTO hash;
+    -- Only a note of the same tenant and task_type: a revision a reviewer restored may point anywhere.
+    UPDATE feedback_notes o SET status = 'superseded', superseded_by = newer, updated_at = now()
+      FROM feedback_notes n
+     WHERE o.id = older AND o.status = 'active' AND n.id = newer
+       AND o.tenant IS NOT DISTINCT FROM n.tenant AND o.task_type = n.task_type
+    RETURNING o.content_hash INTO hash;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -380,5 +437,5 @@ BEGIN
     RETURN true;
 END $$;
 COMMENT ON FUNCTION _fb_supersede(bigint, bigint) IS
-    'Internal: an active note becomes superseded by a newer live note that revises it (audited); false when it is '
-    'no longer active.';
+    'Internal: an active note becomes superseded by a newer live note of the same tenant and task_type that revises '
+    'it (audited); false when it is no longer active or is another tenant''s or task_type''s.';

@@ -128,9 +128,9 @@ BEGIN
            context = CASE WHEN btrim(context) = '' THEN n.context ELSE context END
      WHERE id = t.id;
     INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
-                                      merged_by, context)
+                                      merged_by, context, wrong_answer)
     VALUES (n.content_hash, t.id, coalesce(1 - (_fb_vector(n, slot) <=> _fb_vector(t, slot)), 0), n.task_type,
-            n.lesson, n.correction, n.source, n.created_by, n.context);
+            n.lesson, n.correction, n.source, n.created_by, n.context, n.wrong_answer);
     INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, reason, detail)
     VALUES (_fb_actor(), 'merge', t.id, n.content_hash, n.status, fb_redact(reason),
             jsonb_build_object('merged_hash', n.content_hash, 'merged_note', n.id, 'by_reviewer', true));
@@ -199,7 +199,7 @@ BEGIN
            embedding_model = NULL,
            embedding_alt = NULL, embedding_alt_model = NULL, screening = '[]', status = 'purged', updated_at = now()
      WHERE id = note_id;
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = ''
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
      WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of);
     GET DIAGNOSTICS merges = ROW_COUNT;
     SELECT count(*) INTO kept FROM feedback_note_merges m WHERE m.into_id = note_id AND m.lesson <> '[purged]';
@@ -233,7 +233,7 @@ DECLARE
     why text := _fb_require_reason(reason, 'fb_purge_merged');
     cleared integer;
 BEGIN
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = ''
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
       FROM feedback_notes t
      WHERE t.id = m.into_id AND _fb_tenant_allowed(t.tenant) AND m.merged_hash = fb_purge_merged.merged_hash;
     GET DIAGNOSTICS cleared = ROW_COUNT;
@@ -269,6 +269,12 @@ BEGIN
         RAISE EXCEPTION 'no merged report with id %', merge_id
             USING ERRCODE = 'no_data_found', HINT = 'Take the id from feedback_note_merges.';
     END IF;
+    IF m.kind = 'resubmission' THEN
+        RAISE EXCEPTION 'report % re-submitted note %''s own content: there is no other note to bring back', merge_id,
+                        m.into_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Read its text in feedback_note_merges; fb_ingest it with the content you want as a new note.';
+    END IF;
     IF m.lesson = '[purged]' THEN
         RAISE EXCEPTION 'the text of merged report % was purged', merge_id
             USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -278,7 +284,7 @@ BEGIN
     -- Held for a reviewer, so it cannot merge straight back before anyone has looked at it.
     PERFORM set_config('pg_feedback.review', 'all', true);
     INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source, tenant, context)
-    VALUES (m.task_type, '', m.correction, m.lesson, m.source, t.tenant, m.context)
+    VALUES (m.task_type, m.wrong_answer, m.correction, m.lesson, m.source, t.tenant, m.context)
     RETURNING id INTO new_id;
     PERFORM set_config('pg_feedback.review', review, true);
     IF new_id IS NULL THEN
@@ -426,7 +432,7 @@ BEGIN
             PERFORM _fb_purge_note(r.note_id, why, 'purge_by', merges_of => fb_purge_by.role);
             notes := notes + 1;
         ELSIF r.lesson <> '[purged]' THEN
-            UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]'
+            UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
              WHERE m.merged_hash = r.merged_hash AND m.into_id = r.note_id AND m.merged_by = fb_purge_by.role;
             INSERT INTO feedback_audit (actor, action, note_id, content_hash, reason, detail)
             VALUES (_fb_actor(), 'purge_by_merged', r.note_id, r.merged_hash, why,

@@ -99,7 +99,9 @@ COMMENT ON FUNCTION _fb_slice_index_statement(text, smallint, boolean) IS
 -- paths use pgvector's iterative scans so that a selective filter (tenant, status) still yields k candidates. scoped is for
 -- near-duplicate merging. SECURITY DEFINER: readers have no right on feedback_notes, and a view over it could not
 -- use the HNSW index for ordering (a security-barrier view is never flattened). The slot's column names come from
--- a fixed list, so the dynamic SQL takes no caller text.
+-- a fixed list, so the dynamic SQL takes no caller text. pgvector's scan bounds are pinned too: a caller who lowered
+-- them would get fewer candidates where other tenants' notes (invisible to it) crowd the scan, and learn from that
+-- how many there are.
 CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto',
                                p_tenant text DEFAULT NULL, scoped boolean DEFAULT false, model text DEFAULT NULL)
     RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz)
@@ -107,8 +109,11 @@ CREATE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode 
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
     SET hnsw.iterative_scan = 'relaxed_order'
     SET hnsw.ef_search = 400
+    SET hnsw.max_scan_tuples = 20000
+    SET hnsw.scan_mem_multiplier = 1
     SET ivfflat.iterative_scan = 'relaxed_order'
     SET ivfflat.probes = 20
+    SET ivfflat.max_probes = 32768
     AS $$
 DECLARE
     exact_limit integer := _fb_setting('pg_feedback.exact_scan_limit')::integer;

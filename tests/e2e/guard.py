@@ -252,7 +252,7 @@ def test_purge_removes_a_leaked_text_everywhere():
         note_id = one(w, "SELECT id FROM fb_ingest('purge_t', '', %s, 'Deploy keys belong in the vault.')",
                       (f"The deploy script hard-codes {leak}; move it to the vault.",))
         one(w, "SELECT id FROM fb_ingest('purge_t', '', %s, 'Deploy keys belong in the vault!')",
-            (f"The deploy script still hard-codes {leak}.",))
+            (f"The deploy script hard-codes {leak}; move it into the vault.",))
     with connect(REVIEWER) as rv:
         assert one(rv, "SELECT count(*) FROM feedback_note_merges WHERE into_id = %s", (note_id,)) == 1
         expect_error(rv, "SELECT fb_purge(%s, NULL)", "22023", (note_id,))

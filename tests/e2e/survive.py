@@ -58,9 +58,11 @@ NOTES = [
     (N, "Calling equals on a possibly null string throws; put the constant first.", 'Write "yes".equals(answer).'),
 ]
 # Near-duplicates of NOTES[0], NOTES[6], NOTES[12]: merged into them at the default threshold.
-NEAR = [(0, "A secret removed in a later commit is still leaked; rotate it.", "Rotate the key."),
-        (6, "Numeric looking input concatenated into SQL is still injectable: bind it as a parameter.", "Bind it."),
-        (12, "Avoid N+1 queries; load the related rows with a single join or an IN list.", "Batch them.")]
+# Their corrections are light edits too: a different correction under the same lesson is a revision (0.12.0).
+NEAR = [(0, "A secret removed in a later commit is still leaked; rotate it.",
+         "It stays in the git history; rotate the key."),
+        (6, "Numeric looking input concatenated into SQL is still injectable: bind it as a parameter.", "Bind that id."),
+        (12, "Avoid N+1 queries; load the related rows with a single join or an IN list.", "Batch these lookups.")]
 PENDING = (N, "Kotlin platform types hide the nullability of Java calls.", "Annotate the Java API with @Nullable.")
 PURGED = (S, "Deploy keys pasted into chat transcripts must be rotated.", "Rotate the deploy key.")
 REJECTED = (P, "Every loop is slow and should be rewritten in C.", "Not a real finding.")

@@ -43,6 +43,9 @@ SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback';
 ALTER EXTENSION pg_feedback UPDATE TO '0.11.0';
 SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback';
 \dx+ pg_feedback
+ALTER EXTENSION pg_feedback UPDATE TO '0.12.0';
+SELECT extversion FROM pg_extension WHERE extname = 'pg_feedback';
+\dx+ pg_feedback
 -- The current version is the default one: a plain UPDATE has nothing left to do.
 ALTER EXTENSION pg_feedback UPDATE;
 SELECT extversion = default_version AS at_default FROM pg_extension

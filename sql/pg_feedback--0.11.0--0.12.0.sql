@@ -1,0 +1,565 @@
+-- pg_feedback 0.11.0 -> 0.12.0: what a red-team pass found on the write and search paths, closed.
+--
+-- - A re-submission of a stored note (same content hash) updates its wrong answer, source and context only when it
+--   comes from the role that stored the note and screens clean; from any other role it changes nothing on the
+--   note. A report that differs from the stored note in anything (exact text: a correction that differs only in
+--   white space or line breaks has the same hash; wrong answer, source, context) is kept whole in
+--   feedback_note_merges (kind resubmission). Owner updates are audited (action resubmit).
+-- - A near-duplicate lesson is merged only when its correction is a rewording of the older note's too; a different
+--   correction under the same lesson is a revision (pg_feedback.revisions), never folded in. A merged report keeps
+--   its wrong answer (feedback_note_merges.wrong_answer); fb_unmerge brings it back. A blank context is filled by a
+--   merge only from the note's own author.
+-- - A revision supersedes only a note of its own tenant and task_type (a reviewer's restored row may point
+--   anywhere).
+-- - The candidate search pins pgvector's scan bounds, so a caller cannot shrink the scan
+--   until other tenants' notes show as missing candidates.
+
+\echo Use "ALTER EXTENSION pg_feedback UPDATE TO '0.12.0'" to load this file. \quit
+
+ALTER TABLE feedback_note_merges
+    ADD COLUMN wrong_answer text NOT NULL DEFAULT '',
+    ADD COLUMN kind text NOT NULL DEFAULT 'merge' CHECK (kind IN ('merge', 'resubmission'));
+ALTER TABLE feedback_pending_reports
+    ADD COLUMN lesson text NOT NULL DEFAULT '',
+    ADD COLUMN correction text NOT NULL DEFAULT '',
+    ADD COLUMN screened boolean NOT NULL DEFAULT false;
+
+COMMENT ON TABLE feedback_note_merges IS
+    'Provenance of near-duplicate merges: a submitted note (merged_hash = its content hash, its text and source) '
+    'that was folded into an existing note (into_id) because fb_compare_notes called it a rewording of that note '
+    '(similarity: their cosine); source and merged_by: who reported it. The surviving note keeps its own text and '
+    'provenance; context and wrong_answer: the reviewed input and the answer it carried. kind merge: a rewording '
+    'folded in; kind resubmission: a re-submission of the note''s own content (same content hash) that differed from '
+    'the stored note in its exact text (white space, line breaks) or its wrong answer, source or context, which the '
+    'note kept (only the role that stored a note updates those), similarity 1.';
+
+CREATE OR REPLACE FUNCTION _fb_resubmit(n feedback_notes) RETURNS feedback_notes
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    IF pg_trigger_depth() = 0 THEN
+        RAISE EXCEPTION '_fb_resubmit is called by the insert trigger of feedback_notes only'
+            USING ERRCODE = 'insufficient_privilege', HINT = 'Submit notes with INSERT, COPY or fb_ingest.';
+    END IF;
+    n := _fb_cleaned(n);
+    IF NOT _fb_tenant_allowed(n.tenant) THEN
+        RETURN n;   -- the insert goes on and is refused by its tenant check
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM feedback_notes f
+                    WHERE f.content_hash = n.content_hash AND f.tenant IS NOT DISTINCT FROM n.tenant) THEN
+        RETURN n;
+    END IF;
+    INSERT INTO feedback_pending_reports (content_hash, tenant, task_type, wrong_answer, source, context, lesson,
+                                          correction, screened)
+    VALUES (n.content_hash, n.tenant, n.task_type, coalesce(n.wrong_answer, ''),
+            CASE WHEN n.source IS NULL OR _fb_normalize(n.source) <> '' THEN _fb_source(n.source) END,
+            coalesce(n.context, ''), n.lesson, n.correction, jsonb_array_length(n.screening) > 0);
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION _fb_resubmit(feedback_notes) IS
+    'Internal: notes a re-submission of the stored note with the same content (counted by the statement''s AFTER '
+    'trigger) and returns NULL; when no such note is stored, returns the note cleaned for storing.';
+
+CREATE OR REPLACE FUNCTION _fb_count_reports() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    rep record;
+    stored record;
+    before feedback_notes;
+    now_ feedback_notes;
+    counted integer := 0;
+    actor text := _fb_actor();
+BEGIN
+    FOR rep IN
+        SELECT p.content_hash, p.tenant, count(*) AS reports,
+               (array_agg(p.wrong_answer ORDER BY p.ord DESC) FILTER (WHERE p.wrong_answer <> ''))[1] AS wrong_answer,
+               (array_agg(p.source ORDER BY p.ord DESC) FILTER (WHERE p.source IS NOT NULL))[1] AS source,
+               (array_agg(p.context ORDER BY p.ord DESC) FILTER (WHERE btrim(p.context) <> ''))[1] AS context,
+               bool_or(p.screened) AS screened
+          FROM feedback_pending_reports p
+         WHERE p.xid = pg_current_xact_id()
+         GROUP BY p.content_hash, p.tenant
+         ORDER BY p.content_hash
+    LOOP
+        -- The stored note, or, if a reviewer's approval merged it away since the row trigger saw it, the note it
+        -- was merged into (same tenant and task_type, so under the same lock).
+        SELECT f.* INTO before FROM feedback_notes f
+         WHERE f.id = coalesce(
+                   (SELECT s.id FROM feedback_notes s
+                     WHERE s.content_hash = rep.content_hash AND s.tenant IS NOT DISTINCT FROM rep.tenant),
+                   (SELECT m.into_id FROM feedback_note_merges m
+                     WHERE m.merged_hash = rep.content_hash ORDER BY m.merged_at DESC LIMIT 1))
+           FOR UPDATE;
+        IF NOT FOUND THEN
+            -- Edited into other content by its owner meanwhile: never drop a report silently.
+            RAISE EXCEPTION 'the note re-submitted by this statement changed while the statement ran'
+                USING ERRCODE = 'serialization_failure', HINT = 'Retry the statement.';
+        END IF;
+        UPDATE feedback_notes f
+           SET wrong_answer = CASE WHEN owner THEN coalesce(rep.wrong_answer, f.wrong_answer) ELSE f.wrong_answer END,
+               source = CASE WHEN owner THEN coalesce(rep.source, f.source) ELSE f.source END,
+               context = CASE WHEN owner THEN coalesce(rep.context, f.context) ELSE f.context END,
+               updated_at = now(),
+               report_count = f.report_count + rep.reports
+          FROM (SELECT before.status <> 'purged' AND before.created_by = actor AND NOT rep.screened AS owner) o
+         WHERE f.id = before.id
+        RETURNING f.id, f.status, o.owner, f.wrong_answer IS DISTINCT FROM before.wrong_answer
+                  OR f.source IS DISTINCT FROM before.source OR f.context IS DISTINCT FROM before.context AS changed
+             INTO stored;
+        SELECT f.* INTO now_ FROM feedback_notes f WHERE f.id = stored.id;
+        -- Every report that says anything the note (as updated) does not, word for word.
+        INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
+                                          merged_by, context, wrong_answer, kind)
+        SELECT p.content_hash, now_.id, 1, now_.task_type, p.lesson, p.correction,
+               coalesce(p.source, now_.source), actor, p.context, p.wrong_answer, 'resubmission'
+          FROM feedback_pending_reports p
+         WHERE p.xid = pg_current_xact_id() AND p.content_hash = rep.content_hash
+           AND p.tenant IS NOT DISTINCT FROM rep.tenant AND now_.status <> 'purged'
+           AND (p.lesson <> now_.lesson OR p.correction <> now_.correction
+                OR (p.wrong_answer <> '' AND p.wrong_answer <> now_.wrong_answer)
+                OR (p.source IS NOT NULL AND p.source <> now_.source)
+                OR (btrim(p.context) <> '' AND p.context <> now_.context))
+         ORDER BY p.ord;
+        IF stored.changed THEN
+            INSERT INTO feedback_audit (actor, action, note_id, content_hash, detail)
+            VALUES (actor, 'resubmit', stored.id, before.content_hash,
+                    jsonb_build_object('changed', to_jsonb(ARRAY(
+                        SELECT c FROM (VALUES ('wrong_answer', rep.wrong_answer IS DISTINCT FROM NULL
+                                                               AND rep.wrong_answer <> before.wrong_answer),
+                                              ('source', rep.source IS NOT NULL AND rep.source <> before.source),
+                                              ('context', rep.context IS NOT NULL AND rep.context <> before.context))
+                                           v(c, d) WHERE d))));
+        END IF;
+        counted := counted + rep.reports;
+        IF stored.status <> 'active' THEN
+            RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', stored.id,
+                         stored.status, stored.status
+                USING HINT = CASE stored.status
+                                 WHEN 'deprecated' THEN 'A reviewer can bring it back with fb_restore.'
+                                 WHEN 'pending' THEN 'It waits for a reviewer (feedback_review_queue).'
+                                 WHEN 'rejected' THEN 'A reviewer rejected it; fb_approve would make it live.'
+                                 ELSE 'Its text was purged; it is never retrieved again.' END;
+        END IF;
+    END LOOP;
+    -- This statement's reports, and any left by a transaction that has ended (none can be, as only the insert
+    -- trigger notes them, but a report never outlives its transaction).
+    DELETE FROM feedback_pending_reports p
+     WHERE p.xid = pg_current_xact_id() OR p.xid < pg_snapshot_xmin(pg_current_snapshot());
+    RETURN counted;
+END $$;
+COMMENT ON FUNCTION _fb_count_reports() IS
+    'Internal: counts the re-submissions noted by the current statement on their stored notes (AFTER INSERT).';
+
+CREATE OR REPLACE FUNCTION _fb_merge_near_duplicates(ids bigint[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    mode text := _fb_setting('pg_feedback.revisions');
+    model text;
+    slot smallint;
+    r record;
+    near_ids bigint[];
+    near_lessons text[];
+    near_sims double precision[];
+    near record;
+    verdicts jsonb[];
+    verdict jsonb;
+    k integer;
+    merged integer := 0;
+BEGIN
+    IF _fb_setting('pg_feedback.dup_threshold')::double precision >= 1 OR ids IS NULL THEN
+        RETURN 0;
+    END IF;
+    SELECT a.slot, a.model INTO slot, model FROM _fb_active() a;
+    PERFORM _fb_lock_dedup(array_agg(coalesce(f.tenant, '')), array_agg(f.task_type))
+       FROM feedback_notes f WHERE f.id = ANY (ids);
+    FOR r IN
+        SELECT f.*, _fb_vector(f, slot) AS vec
+          FROM unnest(ids) WITH ORDINALITY AS i(id, n) JOIN feedback_notes f USING (id)
+         WHERE _fb_has_vector(f, slot, model) AND f.status = 'active' ORDER BY i.n
+    LOOP
+        -- The row may have absorbed or been absorbed by an earlier one of this batch.
+        CONTINUE WHEN NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = r.id AND f.status = 'active');
+        -- Within a batch a row is compared with the rows before it, never with a later one: the older note of a
+        -- pair is the one stored first.
+        SELECT nn.ids, nn.lessons, nn.similarities INTO near_ids, near_lessons, near_sims
+          FROM _fb_near_neighbours(r.vec, r.task_type, r.tenant, r.id, model, ids) nn;
+        CONTINUE WHEN near_ids IS NULL;
+        -- The nearest neighbour that is not another lesson decides (one model run for all residuals).
+        verdicts := _fb_compare_neighbours(near_lessons, r.lesson, near_sims, model);
+        k := (SELECT min(i) FROM generate_subscripts(verdicts, 1) i WHERE verdicts[i]->>'verdict' <> 'distinct');
+        CONTINUE WHEN k IS NULL;
+        verdict := verdicts[k];
+        SELECT f.id, near_sims[k] AS similarity, f.correction, f.created_by INTO near
+          FROM feedback_notes f WHERE f.id = near_ids[k];
+        IF verdict->>'verdict' = 'duplicate' THEN
+            -- The same lesson is merged only with the same correction: a correction that says something else under
+            -- it changes the older note (a planted note cannot absorb the corrections that follow it).
+            verdict := _fb_compare_lessons(near.correction, r.correction, r.task_type, model => model);
+            IF verdict->>'verdict' <> 'duplicate' THEN
+                verdict := jsonb_build_object('verdict', 'revision', 'kind',
+                                              coalesce(verdict->>'kind', 'changed_correction'));
+            END IF;
+        END IF;
+        IF verdict->>'verdict' = 'revision' THEN
+            INSERT INTO feedback_audit (actor, action, note_id, content_hash, detail)
+            VALUES (_fb_actor(), 'revision', r.id, r.content_hash,
+                    jsonb_build_object('revises', near.id, 'kind', verdict->'kind', 'mode', mode,
+                                       'similarity', round(near.similarity::numeric, 4)));
+            UPDATE feedback_notes
+               SET supersedes = near.id,
+                   status = CASE WHEN mode = 'review' THEN 'pending' ELSE status END,
+                   updated_at = now()
+             WHERE id = r.id;
+            IF mode = 'keep_both' THEN
+                -- Both stay live; retrieval takes the newer (feedback_conflicts lists the pair).
+                UPDATE feedback_notes SET superseded_by = r.id WHERE id = near.id;
+                CONTINUE;
+            END IF;
+            IF mode = 'review' THEN
+                INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason)
+                VALUES (_fb_actor(), 'hold', r.id, r.content_hash, 'active', 'pending',
+                        format('revises #%s', near.id));
+            ELSE
+                PERFORM _fb_supersede(near.id, r.id);
+            END IF;
+            CONTINUE;
+        END IF;
+        -- A rewording: the older note counts the report and keeps its text, source and created_by (a blank context
+        -- is filled only from its own author's report, screened clean); the report is kept whole.
+        UPDATE feedback_notes
+           SET report_count = report_count + r.report_count, updated_at = now(),
+               context = CASE WHEN btrim(context) = '' AND created_by = r.created_by
+                                   AND jsonb_array_length(r.screening) = 0
+                              THEN r.context ELSE context END
+         WHERE id = near.id AND status = 'active';
+        CONTINUE WHEN NOT FOUND;   -- deprecated meanwhile by a reviewer: the new note stays
+        INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
+                                          merged_by, context, wrong_answer)
+        VALUES (r.content_hash, near.id, near.similarity, r.task_type, r.lesson, r.correction, r.source, _fb_actor(),
+                r.context, r.wrong_answer);
+        INSERT INTO feedback_audit (actor, action, note_id, detail)
+        VALUES (_fb_actor(), 'merge', near.id,
+                jsonb_build_object('merged_hash', r.content_hash, 'similarity', round(near.similarity::numeric, 4)));
+        -- Notes merged into this one earlier in the batch now belong to its target.
+        UPDATE feedback_note_merges SET into_id = near.id WHERE into_id = r.id;
+        DELETE FROM feedback_notes WHERE id = r.id;
+        merged := merged + 1;
+    END LOOP;
+    RETURN merged;
+END $$;
+COMMENT ON FUNCTION _fb_merge_near_duplicates(bigint[]) IS
+    'Internal: compares new active notes with their nearest active neighbours of the same task_type and tenant '
+    '(fb_compare_notes, active model): merges rewordings, records revisions and supersedes per '
+    'pg_feedback.revisions. Runs inside the insert trigger with the owner''s rights.';
+
+CREATE OR REPLACE FUNCTION _fb_supersede(older bigint, newer bigint) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    hash text;
+BEGIN
+    -- Only a note of the same tenant and task_type: a revision a reviewer restored may point anywhere.
+    UPDATE feedback_notes o SET status = 'superseded', superseded_by = newer, updated_at = now()
+      FROM feedback_notes n
+     WHERE o.id = older AND o.status = 'active' AND n.id = newer
+       AND o.tenant IS NOT DISTINCT FROM n.tenant AND o.task_type = n.task_type
+    RETURNING o.content_hash INTO hash;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason, detail)
+    VALUES (_fb_actor(), 'supersede', older, hash, 'active', 'superseded', format('revised by #%s', newer),
+            jsonb_build_object('superseded_by', newer));
+    RETURN true;
+END $$;
+COMMENT ON FUNCTION _fb_supersede(bigint, bigint) IS
+    'Internal: an active note becomes superseded by a newer live note of the same tenant and task_type that revises '
+    'it (audited); false when it is no longer active or is another tenant''s or task_type''s.';
+
+CREATE OR REPLACE FUNCTION _fb_candidates(q vector(384), p_task_type text, k integer, mode text DEFAULT 'auto',
+                               p_tenant text DEFAULT NULL, scoped boolean DEFAULT false, model text DEFAULT NULL)
+    RETURNS TABLE (id bigint, distance double precision, lesson text, correction text, created_at timestamptz)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    SET hnsw.iterative_scan = 'relaxed_order'
+    SET hnsw.ef_search = 400
+    SET hnsw.max_scan_tuples = 20000
+    SET hnsw.scan_mem_multiplier = 1
+    SET ivfflat.iterative_scan = 'relaxed_order'
+    SET ivfflat.probes = 20
+    SET ivfflat.max_probes = 32768
+    AS $$
+DECLARE
+    exact_limit integer := _fb_setting('pg_feedback.exact_scan_limit')::integer;
+    tenants text[] := CASE WHEN scoped THEN ARRAY[p_tenant] ELSE _fb_my_tenants() END;
+    key text;
+    vec text;
+    filter text;
+    slice name;
+    n bigint;
+BEGIN
+    SELECT c.key, c.vec INTO key, vec FROM _fb_vector_column(model) c;
+    IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, not %', k
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'k is how many candidates to return, e.g. 20.';
+    END IF;
+    IF scoped AND NOT _fb_tenant_allowed(p_tenant) THEN
+        RETURN;   -- another tenant's notes are never candidates for the acting role
+    END IF;
+    IF vec IS NULL OR q IS NULL THEN
+        RETURN;   -- no slot holds vectors of this model
+    END IF;
+    filter := _fb_candidate_filter(vec);
+    IF mode IN ('auto', 'ann') THEN
+        slice := _fb_slice_index(p_task_type, vec);
+    END IF;
+    IF mode = 'auto' AND slice IS NOT NULL THEN
+        mode := 'ann';
+    ELSIF mode = 'auto' THEN
+        EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM feedback_notes f WHERE f.task_type = $2 AND %s '
+                       'LIMIT $7) s', filter)
+           INTO n USING q, p_task_type, key, scoped, p_tenant, tenants, exact_limit::bigint + 1;
+        mode := CASE WHEN n <= exact_limit THEN 'exact' ELSE 'ann' END;
+    ELSIF mode NOT IN ('exact', 'ann') THEN
+        RAISE EXCEPTION 'unknown candidate search mode "%"', mode
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use auto, exact or ann.';
+    END IF;
+    IF mode = 'exact' THEN
+        -- "+ 0" keeps the planner off the HNSW index: an exact top-k over the task_type's notes.
+        RETURN QUERY EXECUTE format(
+            'SELECT f.id, f.%1$I <=> $1, f.lesson, f.correction, f.created_at FROM feedback_notes f '
+            'WHERE f.task_type = $2 AND %2$s ORDER BY (f.%1$I <=> $1) + 0, f.id LIMIT $7', vec, filter)
+          USING q, p_task_type, key, scoped, p_tenant, tenants, k;
+    ELSE
+        -- "IS TRUE" keeps the planner on an index: with a plain equality it may pick the task_type btree and
+        -- sort, which is the exact path. A slice index's predicate is "(task_type = '...') IS TRUE AND status =
+        -- 'active'", so the task_type is written as that literal for the planner to prove the predicate (a
+        -- parameter cannot match it); it is the name of an existing slice, quoted. The slice index is on
+        -- l2_normalize(vector), so a slice query orders by that (the same order: stored vectors are unit
+        -- vectors) and no other index can serve it. relaxed_order returns index order only approximately: re-sort.
+        RETURN QUERY EXECUTE format(
+            'SELECT c.id, c.distance, c.lesson, c.correction, c.created_at FROM '
+            '(SELECT f.id, f.%1$I <=> $1 AS distance, f.lesson, f.correction, f.created_at FROM feedback_notes f '
+            ' WHERE (f.task_type = %3$s) IS TRUE AND %2$s ORDER BY %4$s <=> $1 LIMIT $7) c '
+            'ORDER BY c.distance, c.id', vec, filter,
+            CASE WHEN slice IS NULL THEN '$2' ELSE quote_literal(p_task_type) END,
+            CASE WHEN slice IS NULL THEN format('f.%I', vec) ELSE format('l2_normalize(f.%I)::vector(384)', vec) END)
+          USING q, p_task_type, key, scoped, p_tenant, tenants, k;
+    END IF;
+END $$;
+COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, text) IS
+    'Internal: the k nearest active notes of a task_type to a vector among those the acting role may see (shared '
+    'and its tenants''), with lesson, correction and created_at, comparing only vectors of one model (default: the '
+    'active one). mode auto: the task_type''s slice index (partial IVFFlat) when fb_maintain built one, else exact for small '
+    'sets and the global HNSW index otherwise (see pg_feedback.exact_scan_limit); exact or ann (an index: the '
+    'slice''s if there is one) force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
+
+CREATE OR REPLACE FUNCTION fb_merge(note_id bigint, into_id bigint, reason text DEFAULT NULL) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    n feedback_notes;
+    t feedback_notes;
+    slot smallint := (SELECT a.slot FROM _fb_active() a);
+BEGIN
+    SELECT * INTO n FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant);
+    SELECT * INTO t FROM feedback_notes f WHERE f.id = into_id AND _fb_tenant_allowed(f.tenant);
+    IF n.id IS NULL OR t.id IS NULL THEN
+        RAISE EXCEPTION 'no note with id %', coalesce(CASE WHEN n.id IS NULL THEN note_id ELSE into_id END::text, 'NULL')
+            USING ERRCODE = 'no_data_found', HINT = 'Take the ids from feedback_review_queue (id, revises).';
+    END IF;
+    IF n.status <> 'pending' OR t.status <> 'active' OR n.id = t.id OR n.task_type <> t.task_type
+       OR n.tenant IS DISTINCT FROM t.tenant THEN
+        RAISE EXCEPTION 'note % cannot be merged into note %', note_id, into_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Note %s is %s, note %s is %s.', n.id, n.status, t.id, t.status),
+                  HINT = 'Merge a pending note into an active note of the same task_type and tenant.';
+    END IF;
+    PERFORM _fb_lock_dedup(ARRAY[coalesce(t.tenant, '')], ARRAY[t.task_type]);
+    UPDATE feedback_notes SET report_count = report_count + n.report_count, updated_at = now(),
+           context = CASE WHEN btrim(context) = '' THEN n.context ELSE context END
+     WHERE id = t.id;
+    INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
+                                      merged_by, context, wrong_answer)
+    VALUES (n.content_hash, t.id, coalesce(1 - (_fb_vector(n, slot) <=> _fb_vector(t, slot)), 0), n.task_type,
+            n.lesson, n.correction, n.source, n.created_by, n.context, n.wrong_answer);
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, reason, detail)
+    VALUES (_fb_actor(), 'merge', t.id, n.content_hash, n.status, fb_redact(reason),
+            jsonb_build_object('merged_hash', n.content_hash, 'merged_note', n.id, 'by_reviewer', true));
+    UPDATE feedback_note_merges m SET into_id = t.id WHERE m.into_id = n.id;
+    DELETE FROM feedback_notes f WHERE f.id = n.id;
+    RETURN true;
+END $$;
+COMMENT ON FUNCTION fb_merge(bigint, bigint, text) IS
+    'Reviewer: merges a pending note (a revision held for review that was a rewording after all) into an active '
+    'note of the same task_type and tenant: the active note keeps its text, source and created_by and counts the '
+    'reports; the merged one is recorded in feedback_note_merges (its reporter as merged_by). Audited.';
+
+CREATE OR REPLACE FUNCTION _fb_purge_note(note_id bigint, why text, action text, merges_of text DEFAULT NULL)
+    RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    old text;
+    hash text;
+    merges integer;
+    kept integer;
+BEGIN
+    SELECT f.status, f.content_hash INTO old, hash
+      FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant) FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no note with id %', coalesce(note_id::text, 'NULL')
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'Take the id from feedback_notes or fb_ingest''s result; for the text of a merged report '
+                         'use fb_purge_merged(merged_hash, reason).';
+    END IF;
+    UPDATE feedback_notes
+       SET wrong_answer = '', correction = '[purged]', lesson = '[purged]', context = '', embedding = NULL,
+           embedding_model = NULL,
+           embedding_alt = NULL, embedding_alt_model = NULL, screening = '[]', status = 'purged', updated_at = now()
+     WHERE id = note_id;
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
+     WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of);
+    GET DIAGNOSTICS merges = ROW_COUNT;
+    SELECT count(*) INTO kept FROM feedback_note_merges m WHERE m.into_id = note_id AND m.lesson <> '[purged]';
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason, detail)
+    VALUES (_fb_actor(), action, note_id, hash, old, 'purged', why,
+            jsonb_build_object('merge_records_cleared', merges, 'merge_records_kept', kept));
+    RETURN merges;
+END $$;
+COMMENT ON FUNCTION _fb_purge_note(bigint, text, text, text) IS
+    'Internal: removes a note''s text and that of the merge records folded into it (all, or one role''s), audited.';
+
+CREATE OR REPLACE FUNCTION fb_purge_merged(merged_hash text, reason text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    why text := _fb_require_reason(reason, 'fb_purge_merged');
+    cleared integer;
+BEGIN
+    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
+      FROM feedback_notes t
+     WHERE t.id = m.into_id AND _fb_tenant_allowed(t.tenant) AND m.merged_hash = fb_purge_merged.merged_hash;
+    GET DIAGNOSTICS cleared = ROW_COUNT;
+    IF cleared = 0 THEN
+        RAISE EXCEPTION 'no merge record with merged_hash "%"', merged_hash
+            USING ERRCODE = 'no_data_found', HINT = 'Take merged_hash from feedback_note_merges.';
+    END IF;
+    INSERT INTO feedback_audit (actor, action, content_hash, reason, detail)
+    VALUES (_fb_actor(), 'purge_merged', merged_hash, why, jsonb_build_object('merge_records_cleared', cleared));
+    RETURN cleared;
+END $$;
+COMMENT ON FUNCTION fb_purge_merged(text, text) IS
+    'Reviewer: removes the text of a report that was merged into another note (feedback_note_merges, by its '
+    'merged_hash) for a leaked secret; returns how many merge records were cleared. Audited.';
+
+CREATE OR REPLACE FUNCTION fb_unmerge(merge_id bigint, reason text DEFAULT NULL) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    m feedback_note_merges;
+    t feedback_notes;
+    review text := _fb_setting('pg_feedback.review');
+    new_id bigint;
+BEGIN
+    SELECT * INTO m FROM feedback_note_merges WHERE id = merge_id;
+    SELECT * INTO t FROM feedback_notes WHERE id = m.into_id;
+    IF m.id IS NULL OR NOT _fb_tenant_allowed(t.tenant) THEN
+        RAISE EXCEPTION 'no merged report with id %', merge_id
+            USING ERRCODE = 'no_data_found', HINT = 'Take the id from feedback_note_merges.';
+    END IF;
+    IF m.kind = 'resubmission' THEN
+        RAISE EXCEPTION 'report % re-submitted note %''s own content: there is no other note to bring back', merge_id,
+                        m.into_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Read its text in feedback_note_merges; fb_ingest it with the content you want as a new note.';
+    END IF;
+    IF m.lesson = '[purged]' THEN
+        RAISE EXCEPTION 'the text of merged report % was purged', merge_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'A purged report has no text to bring back.';
+    END IF;
+    PERFORM _fb_lock_dedup(ARRAY[coalesce(t.tenant, '')], ARRAY[t.task_type]);
+    -- Held for a reviewer, so it cannot merge straight back before anyone has looked at it.
+    PERFORM set_config('pg_feedback.review', 'all', true);
+    INSERT INTO feedback_notes (task_type, wrong_answer, correction, lesson, source, tenant, context)
+    VALUES (m.task_type, m.wrong_answer, m.correction, m.lesson, m.source, t.tenant, m.context)
+    RETURNING id INTO new_id;
+    PERFORM set_config('pg_feedback.review', review, true);
+    IF new_id IS NULL THEN
+        -- The same content was stored since: the insert counted a report on it.
+        SELECT f.id INTO new_id FROM feedback_notes f WHERE f.content_hash = m.merged_hash;
+    ELSE
+        UPDATE feedback_notes SET created_by = m.merged_by WHERE id = new_id;
+    END IF;
+    DELETE FROM feedback_note_merges WHERE id = merge_id;
+    UPDATE feedback_notes SET report_count = greatest(report_count - 1, 1), updated_at = now() WHERE id = t.id;
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, reason, detail)
+    VALUES (_fb_actor(), 'unmerge', new_id, m.merged_hash, fb_redact(reason),
+            jsonb_build_object('merge_id', merge_id, 'from_note', t.id, 'merged_by', m.merged_by));
+    RETURN new_id;
+END $$;
+COMMENT ON FUNCTION fb_unmerge(bigint, text) IS
+    'Reviewer: turns a merged report (feedback_note_merges.id) back into its own note: its text, source, context and '
+    'reporter as a new pending note of the same task_type and tenant (fb_approve puts it live; a revision of the '
+    'note it was merged into then supersedes it). The note it was folded into counts one report less. Returns the '
+    'new note''s id. Audited.';
+
+CREATE OR REPLACE FUNCTION fb_purge_by(role text, since timestamptz, reason text)
+    RETURNS TABLE (kind text, note_id bigint, merged_hash text, old_status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_column
+DECLARE
+    why text := _fb_require_reason(reason, 'fb_purge_by');
+    r record;
+    notes integer := 0;
+    merged integer := 0;
+BEGIN
+    IF role IS NULL OR _fb_normalize(role) = '' OR since IS NULL THEN
+        RAISE EXCEPTION 'fb_purge_by needs a role and a moment, not %, %', coalesce(quote_literal(role), 'NULL'),
+                        coalesce(since::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'List first with fb_notes_by(role, since); use ''-infinity'' for all time.';
+    END IF;
+    FOR r IN SELECT * FROM fb_notes_by(fb_purge_by.role, fb_purge_by.since) b WHERE b.status <> 'purged' OR b.kind = 'merged'
+    LOOP
+        IF r.kind = 'note' THEN
+            PERFORM _fb_purge_note(r.note_id, why, 'purge_by', merges_of => fb_purge_by.role);
+            notes := notes + 1;
+        ELSIF r.lesson <> '[purged]' THEN
+            UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
+             WHERE m.merged_hash = r.merged_hash AND m.into_id = r.note_id AND m.merged_by = fb_purge_by.role;
+            INSERT INTO feedback_audit (actor, action, note_id, content_hash, reason, detail)
+            VALUES (_fb_actor(), 'purge_by_merged', r.note_id, r.merged_hash, why,
+                    jsonb_build_object('merged_by', fb_purge_by.role));
+            merged := merged + 1;
+        ELSE
+            CONTINUE;
+        END IF;
+        kind := r.kind;
+        note_id := r.note_id;
+        merged_hash := r.merged_hash;
+        old_status := r.status;
+        RETURN NEXT;
+    END LOOP;
+    INSERT INTO feedback_audit (actor, action, reason, detail)
+    VALUES (_fb_actor(), 'purge_by', why,
+            jsonb_build_object('role', fb_purge_by.role, 'since', fb_purge_by.since, 'notes', notes,
+                               'merge_records', merged));
+END $$;
+COMMENT ON FUNCTION fb_purge_by(text, timestamptz, text) IS
+    'Reviewer: retires everything one role stored since a moment (see fb_notes_by): its notes are purged (text '
+    'removed, row and history kept, never retrieved again) and its merged reports lose their text; other roles'' '
+    'reports merged into its notes are kept. Returns what it retired; each item and the call are audited.';
