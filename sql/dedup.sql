@@ -355,9 +355,13 @@ BEGIN
         SELECT f.id, near_sims[k] AS similarity, f.correction, f.created_by INTO near
           FROM feedback_notes f WHERE f.id = near_ids[k];
         IF verdict->>'verdict' = 'duplicate' THEN
-            -- The same lesson is merged only with the same correction: a correction that says something else under
-            -- it changes the older note (a planted note cannot absorb the corrections that follow it).
+            -- The same lesson is merged only with the same correction: a rewording, or one within cosine 0.92 (where
+            -- notes merged before 0.8.0) in which the comparison found no change. A correction that says something
+            -- else under it changes the older note (a planted note cannot absorb the corrections that follow it).
             verdict := _fb_compare_lessons(near.correction, r.correction, r.task_type, model => model);
+            IF verdict->>'verdict' = 'distinct' AND (verdict->>'similarity')::double precision >= 0.92 THEN
+                verdict := jsonb_build_object('verdict', 'duplicate');
+            END IF;
             IF verdict->>'verdict' <> 'duplicate' THEN
                 verdict := jsonb_build_object('verdict', 'revision', 'kind',
                                               coalesce(verdict->>'kind', 'changed_correction'));

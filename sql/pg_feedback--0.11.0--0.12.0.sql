@@ -6,7 +6,8 @@
 --   white space or line breaks has the same hash; wrong answer, source, context) is kept whole in
 --   feedback_note_merges (kind resubmission). Owner updates are audited (action resubmit).
 -- - A near-duplicate lesson is merged only when its correction is a rewording of the older note's too; a different
---   correction under the same lesson is a revision (pg_feedback.revisions), never folded in. A merged report keeps
+--   correction under the same lesson (neither a rewording nor within cosine 0.92 with no change found) is a
+--   revision (pg_feedback.revisions), never folded in. A merged report keeps
 --   its wrong answer (feedback_note_merges.wrong_answer); fb_unmerge brings it back. A blank context is filled by a
 --   merge only from the note's own author.
 -- - A revision supersedes only a note of its own tenant and task_type (a reviewer's restored row may point
@@ -197,9 +198,13 @@ BEGIN
         SELECT f.id, near_sims[k] AS similarity, f.correction, f.created_by INTO near
           FROM feedback_notes f WHERE f.id = near_ids[k];
         IF verdict->>'verdict' = 'duplicate' THEN
-            -- The same lesson is merged only with the same correction: a correction that says something else under
-            -- it changes the older note (a planted note cannot absorb the corrections that follow it).
+            -- The same lesson is merged only with the same correction: a rewording, or one within cosine 0.92 (where
+            -- notes merged before 0.8.0) in which the comparison found no change. A correction that says something
+            -- else under it changes the older note (a planted note cannot absorb the corrections that follow it).
             verdict := _fb_compare_lessons(near.correction, r.correction, r.task_type, model => model);
+            IF verdict->>'verdict' = 'distinct' AND (verdict->>'similarity')::double precision >= 0.92 THEN
+                verdict := jsonb_build_object('verdict', 'duplicate');
+            END IF;
             IF verdict->>'verdict' <> 'duplicate' THEN
                 verdict := jsonb_build_object('verdict', 'revision', 'kind',
                                               coalesce(verdict->>'kind', 'changed_correction'));
