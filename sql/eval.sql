@@ -466,9 +466,11 @@ COMMENT ON TABLE feedback_retrieval_judgments IS
     'A reviewer''s judgment (fb_judge) of a note a logged retrieval injected: relevant (helpful) or not '
     '(misleading); the latest judgment of a (retrieval, note) wins.';
 
+-- SECURITY DEFINER: reviewers have no write right on feedback_retrieval_judgments, so a judgment is always this
+-- function's: of a note the reviewer may see, in a retrieval that returned it, under the acting role's name.
 CREATE FUNCTION fb_judge(retrieval_id bigint, note_id bigint, relevant boolean)
     RETURNS bigint
-    LANGUAGE plpgsql VOLATILE
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, pg_temp
     AS $$
 #variable_conflict use_column
@@ -491,6 +493,10 @@ BEGIN
         RAISE EXCEPTION 'note % was not returned by retrieval %', note_id, retrieval_id
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Judge the notes a retrieval injected: feedback_retrievals.note_ids.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = fb_judge.note_id AND _fb_tenant_allowed(f.tenant)) THEN
+        RAISE EXCEPTION 'no note with id %', note_id
+            USING ERRCODE = 'no_data_found', HINT = 'Judge notes of your own tenants or shared ones.';
     END IF;
     INSERT INTO feedback_retrieval_judgments AS j (retrieval_id, note_id, relevant, judged_by)
     VALUES (fb_judge.retrieval_id, fb_judge.note_id, fb_judge.relevant, _fb_actor())

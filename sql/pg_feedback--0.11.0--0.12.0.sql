@@ -14,6 +14,13 @@
 --   anywhere).
 -- - The candidate search pins pgvector's scan bounds, so a caller cannot shrink the scan
 --   until other tenants' notes show as missing candidates.
+-- - Purging a note releases the older note it kept out of retrieval (keep_both, fb_find_conflicts); a note made
+--   active again no longer points at a revision that is not live. Notes left so by earlier versions are released
+--   here.
+-- - fb_judge judges only notes of the reviewer's tenants (or shared ones) and is the only way to write
+--   feedback_retrieval_judgments: reviewers lose INSERT and UPDATE on it, so judged_by is always the acting role.
+-- - fb_find_conflicts(record => true) works on a task_type with notes of several tenants, and locks only the
+--   caller's.
 
 \echo Use "ALTER EXTENSION pg_feedback UPDATE TO '0.12.0'" to load this file. \quit
 
@@ -24,6 +31,10 @@ ALTER TABLE feedback_pending_reports
     ADD COLUMN lesson text NOT NULL DEFAULT '',
     ADD COLUMN correction text NOT NULL DEFAULT '',
     ADD COLUMN screened boolean NOT NULL DEFAULT false;
+REVOKE INSERT, UPDATE ON feedback_retrieval_judgments FROM feedback_reviewer;
+UPDATE feedback_notes o SET superseded_by = NULL, updated_at = now()
+ WHERE o.status = 'active' AND o.superseded_by IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM feedback_notes n WHERE n.id = o.superseded_by AND n.status = 'active');
 
 COMMENT ON TABLE feedback_note_merges IS
     'Provenance of near-duplicate merges: a submitted note (merged_hash = its content hash, its text and source) '
@@ -365,6 +376,46 @@ COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, t
     'sets and the global HNSW index otherwise (see pg_feedback.exact_scan_limit); exact or ann (an index: the '
     'slice''s if there is one) force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
 
+CREATE OR REPLACE FUNCTION _fb_set_status(note_id bigint, from_status text[], to_status text, action text, reason text)
+    RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+DECLARE
+    old text;
+    hash text;
+BEGIN
+    SELECT f.status, f.content_hash INTO old, hash
+      FROM feedback_notes f WHERE f.id = note_id AND _fb_tenant_allowed(f.tenant) FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no note with id %', coalesce(note_id::text, 'NULL')
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'Take the id from feedback_review_queue, fb_retrieve or fb_ingest''s result.';
+    END IF;
+    IF NOT old = ANY (from_status) THEN
+        RETURN false;
+    END IF;
+    -- A note made active again no longer points at a revision that is not live itself.
+    UPDATE feedback_notes f
+       SET status = to_status, updated_at = now(),
+           superseded_by = CASE WHEN old = 'superseded'
+                                  OR (to_status = 'active' AND NOT EXISTS (SELECT 1 FROM feedback_notes s
+                                                                           WHERE s.id = f.superseded_by
+                                                                             AND s.status = 'active'))
+                                THEN NULL ELSE f.superseded_by END
+     WHERE f.id = note_id;
+    IF old = 'active' THEN
+        -- A note kept live beside this revision of it (pg_feedback.revisions = keep_both) is retrieved again.
+        UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
+         WHERE superseded_by = note_id AND status = 'active';
+    END IF;
+    INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason)
+    VALUES (_fb_actor(), action, note_id, hash, old, to_status, reason);
+    RETURN true;
+END $$;
+COMMENT ON FUNCTION _fb_set_status(bigint, text[], text, text, text) IS
+    'Internal: one audited status change of a note the acting role may see.';
+
 CREATE OR REPLACE FUNCTION fb_merge(note_id bigint, into_id bigint, reason text DEFAULT NULL) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
@@ -431,6 +482,9 @@ BEGIN
            embedding_model = NULL,
            embedding_alt = NULL, embedding_alt_model = NULL, screening = '[]', status = 'purged', updated_at = now()
      WHERE id = note_id;
+    -- A note kept live beside this one as its older version (keep_both, fb_find_conflicts) is retrieved again.
+    UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
+     WHERE superseded_by = note_id AND status = 'active';
     UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
      WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of);
     GET DIAGNOSTICS merges = ROW_COUNT;
@@ -520,6 +574,65 @@ COMMENT ON FUNCTION fb_unmerge(bigint, text) IS
     'note it was merged into then supersedes it). The note it was folded into counts one report less. Returns the '
     'new note''s id. Audited.';
 
+CREATE OR REPLACE FUNCTION fb_find_conflicts(task_type text, record boolean DEFAULT false)
+    RETURNS TABLE (older_id bigint, newer_id bigint, kind text, similarity real, older_lesson text,
+                   newer_lesson text, recorded boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_column
+DECLARE
+    tt text := _fb_task_type(task_type);
+    slot smallint;
+    model text;
+    n record;
+    nn record;
+    verdicts jsonb[];
+BEGIN
+    SELECT a.slot, a.model INTO slot, model FROM _fb_active() a;
+    IF record THEN
+        PERFORM _fb_lock_dedup(array_agg(s.tenant), array_agg(tt))
+           FROM (SELECT DISTINCT coalesce(f.tenant, '') AS tenant FROM feedback_notes f
+                  WHERE f.task_type = tt AND f.status = 'active' AND _fb_tenant_allowed(f.tenant)) s;
+    END IF;
+    FOR n IN
+        SELECT f.id, f.lesson, f.tenant, f.supersedes, _fb_vector(f, slot) AS vec
+          FROM feedback_notes f
+         WHERE f.task_type = tt AND f.status = 'active' AND _fb_has_vector(f, slot, model)
+           AND _fb_tenant_allowed(f.tenant)
+         ORDER BY f.id
+    LOOP
+        SELECT * INTO nn FROM _fb_near_neighbours(n.vec, tt, n.tenant, n.id, model);
+        CONTINUE WHEN nn.ids IS NULL;
+        verdicts := _fb_compare_neighbours(nn.lessons, n.lesson, nn.similarities, model);
+        FOR i IN 1..cardinality(verdicts) LOOP
+            CONTINUE WHEN verdicts[i]->>'verdict' <> 'revision';
+            older_id := nn.ids[i];
+            newer_id := n.id;
+            kind := verdicts[i]->>'kind';
+            similarity := nn.similarities[i];
+            older_lesson := nn.lessons[i];
+            newer_lesson := n.lesson;
+            recorded := n.supersedes IS NOT DISTINCT FROM older_id;
+            IF record AND n.supersedes IS NULL THEN
+                UPDATE feedback_notes SET supersedes = older_id WHERE id = n.id;
+                UPDATE feedback_notes SET superseded_by = n.id WHERE id = older_id AND superseded_by IS NULL;
+                INSERT INTO feedback_audit (actor, action, note_id, detail)
+                VALUES (_fb_actor(), 'conflict', n.id,
+                        jsonb_build_object('revises', older_id, 'kind', kind, 'similarity', round(similarity::numeric, 4)));
+                n.supersedes := older_id;
+                recorded := true;
+            END IF;
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION fb_find_conflicts(text, boolean) IS
+    'Reviewer: active notes of a task_type that a newer active note revises (fb_compare_notes verdict revision), '
+    'found by comparing each with its older near neighbours: stores loaded with merging off, restored dumps, notes '
+    'from versions that merged by cosine alone. record => true links each pair (supersedes, superseded_by): '
+    'feedback_conflicts lists it and fb_retrieve injects only the newer until a reviewer settles it.';
+
 CREATE OR REPLACE FUNCTION fb_purge_by(role text, since timestamptz, reason text)
     RETURNS TABLE (kind text, note_id bigint, merged_hash text, old_status text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -568,3 +681,61 @@ COMMENT ON FUNCTION fb_purge_by(text, timestamptz, text) IS
     'Reviewer: retires everything one role stored since a moment (see fb_notes_by): its notes are purged (text '
     'removed, row and history kept, never retrieved again) and its merged reports lose their text; other roles'' '
     'reports merged into its notes are kept. Returns what it retired; each item and the call are audited.';
+
+CREATE OR REPLACE FUNCTION fb_judge(retrieval_id bigint, note_id bigint, relevant boolean)
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    AS $$
+#variable_conflict use_column
+DECLARE
+    r record;
+    gid bigint;
+BEGIN
+    IF retrieval_id IS NULL OR note_id IS NULL OR relevant IS NULL THEN
+        RAISE EXCEPTION 'retrieval_id, note_id and relevant must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'fb_judge(retrieval_id, note_id, true) marks a returned note helpful, false misleading.';
+    END IF;
+    SELECT * INTO r FROM feedback_retrievals WHERE id = fb_judge.retrieval_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no logged retrieval %', retrieval_id
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'retrieval_id is what fb_retrieve returns while pg_feedback.log_retrievals is on.';
+    END IF;
+    IF NOT (fb_judge.note_id = ANY (r.note_ids)) THEN
+        RAISE EXCEPTION 'note % was not returned by retrieval %', note_id, retrieval_id
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Judge the notes a retrieval injected: feedback_retrievals.note_ids.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM feedback_notes f WHERE f.id = fb_judge.note_id AND _fb_tenant_allowed(f.tenant)) THEN
+        RAISE EXCEPTION 'no note with id %', note_id
+            USING ERRCODE = 'no_data_found', HINT = 'Judge notes of your own tenants or shared ones.';
+    END IF;
+    INSERT INTO feedback_retrieval_judgments AS j (retrieval_id, note_id, relevant, judged_by)
+    VALUES (fb_judge.retrieval_id, fb_judge.note_id, fb_judge.relevant, _fb_actor())
+    ON CONFLICT ON CONSTRAINT feedback_retrieval_judgments_pkey
+    DO UPDATE SET relevant = excluded.relevant, judged_by = excluded.judged_by, judged_at = now();
+
+    -- The golden set grows with use: the judged query becomes a golden question (the existing one with the same
+    -- query and task_type, manual or judged, so it keeps its split), the note a grade 1 (helpful) or 0
+    -- (misleading) judgment of it.
+    FOR i IN 1..2 LOOP
+        SELECT g.id INTO gid FROM feedback_golden g
+         WHERE g.query = r.query AND g.task_type = r.task_type
+         ORDER BY g.source = 'judged', g.id LIMIT 1;
+        EXIT WHEN gid IS NOT NULL;
+        INSERT INTO feedback_golden (query, task_type, source) VALUES (r.query, r.task_type, 'judged')
+        ON CONFLICT (query, task_type) WHERE source = 'judged' DO NOTHING;
+    END LOOP;
+    INSERT INTO feedback_golden_judgments AS gj (golden_id, note_id, grade)
+    VALUES (gid, fb_judge.note_id, CASE WHEN fb_judge.relevant THEN 1 ELSE 0 END)
+    ON CONFLICT ON CONSTRAINT feedback_golden_judgments_pkey DO UPDATE SET grade = excluded.grade;
+    RETURN gid;
+END $$;
+COMMENT ON FUNCTION fb_judge(bigint, bigint, boolean) IS
+    'A reviewer marks a note a logged retrieval injected as helpful (true) or misleading (false). Recorded in '
+    'feedback_retrieval_judgments, and fed into the golden set: the query becomes a golden question (source '
+    'judged, split fixed by its text; or the existing question with that text) with the note graded 1 or 0, so '
+    'fb_eval and fb_calibrate learn from use (a judged question counts once some note was judged helpful for it). '
+    'Returns the golden question''s id.';

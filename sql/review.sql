@@ -23,10 +23,15 @@ BEGIN
     IF NOT old = ANY (from_status) THEN
         RETURN false;
     END IF;
-    UPDATE feedback_notes
+    -- A note made active again no longer points at a revision that is not live itself.
+    UPDATE feedback_notes f
        SET status = to_status, updated_at = now(),
-           superseded_by = CASE WHEN old = 'superseded' THEN NULL ELSE superseded_by END
-     WHERE id = note_id;
+           superseded_by = CASE WHEN old = 'superseded'
+                                  OR (to_status = 'active' AND NOT EXISTS (SELECT 1 FROM feedback_notes s
+                                                                           WHERE s.id = f.superseded_by
+                                                                             AND s.status = 'active'))
+                                THEN NULL ELSE f.superseded_by END
+     WHERE f.id = note_id;
     IF old = 'active' THEN
         -- A note kept live beside this revision of it (pg_feedback.revisions = keep_both) is retrieved again.
         UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
@@ -199,6 +204,9 @@ BEGIN
            embedding_model = NULL,
            embedding_alt = NULL, embedding_alt_model = NULL, screening = '[]', status = 'purged', updated_at = now()
      WHERE id = note_id;
+    -- A note kept live beside this one as its older version (keep_both, fb_find_conflicts) is retrieved again.
+    UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
+     WHERE superseded_by = note_id AND status = 'active';
     UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
      WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of);
     GET DIAGNOSTICS merges = ROW_COUNT;
@@ -329,8 +337,9 @@ DECLARE
 BEGIN
     SELECT a.slot, a.model INTO slot, model FROM _fb_active() a;
     IF record THEN
-        PERFORM _fb_lock_dedup(array_agg(DISTINCT coalesce(f.tenant, '')), array_agg(DISTINCT f.task_type))
-           FROM feedback_notes f WHERE f.task_type = tt AND f.status = 'active';
+        PERFORM _fb_lock_dedup(array_agg(s.tenant), array_agg(tt))
+           FROM (SELECT DISTINCT coalesce(f.tenant, '') AS tenant FROM feedback_notes f
+                  WHERE f.task_type = tt AND f.status = 'active' AND _fb_tenant_allowed(f.tenant)) s;
     END IF;
     FOR n IN
         SELECT f.id, f.lesson, f.tenant, f.supersedes, _fb_vector(f, slot) AS vec

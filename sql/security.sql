@@ -93,7 +93,6 @@ GRANT SELECT ON feedback_notes, feedback_note_merges, feedback_audit, feedback_r
    TO feedback_reviewer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON feedback_golden, feedback_golden_judgments, feedback_retrieval_settings
    TO feedback_reviewer;
-GRANT INSERT, UPDATE ON feedback_retrieval_judgments TO feedback_reviewer;
 GRANT USAGE ON SEQUENCE feedback_golden_id_seq, fb_eval_runs_id_seq TO feedback_reviewer;
 GRANT INSERT ON fb_eval_runs TO feedback_reviewer;
 GRANT EXECUTE ON FUNCTION

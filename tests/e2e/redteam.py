@@ -2,7 +2,9 @@
 and the clean-up of a compromised writer (fb_notes_by, fb_purge_by). Then the second pass's findings (0.12.0,
 P1-P5): a reviewer of one tenant superseding another tenant's note, a planted lesson burying the corrections that
 follow it, a re-submission rewriting a note another writer stored, a correction that differs only in white space
-dropped, and a reader counting another tenant's notes by lowering the scan bounds.
+dropped, and a reader counting another tenant's notes by lowering the scan bounds. And the third pass's (P6-P8): purging the
+newer note of a linked pair burying the older one for good, a reviewer of another tenant judging (and forging
+judgments of) a tenant's notes, and fb_find_conflicts(record => true) failing on a task_type of several tenants.
 
 Run by make test against the end-to-end server: python tests/e2e/redteam.py PORT PG_BINDIR
 """
@@ -338,6 +340,60 @@ def test_p5_scan_bounds_cannot_be_lowered_to_count_other_tenants_notes():
         assert got == 20, f"{got} of 20 candidates: the invisible notes crowded the scan"
 
 
+def test_p6_purging_the_newer_note_of_a_pair_releases_the_older():
+    with connect() as su:
+        su.execute("ALTER DATABASE fb_redteam SET pg_feedback.revisions = keep_both")
+    try:
+        with connect(WRITER) as w:
+            older = one(w, "SELECT id FROM fb_ingest('api_misuse_review', '', 'Set timeout=10 on every call.',"
+                           " 'Always pass a timeout to HTTP client calls; the default waits forever.')")
+        with connect(MALLORY) as m:
+            newer = one(m, "SELECT id FROM fb_ingest('api_misuse_review', '', 'This client library sets a 30 s default.',"
+                           " 'HTTP client calls no longer need an explicit timeout; the client default is 30 seconds.')")
+        with connect(REVIEWER) as rv:
+            assert one(rv, "SELECT superseded_by FROM feedback_notes WHERE id = %s", (older,)) == newer
+            rv.execute("SELECT * FROM fb_purge_by(%s, now() - interval '1 hour', 'compromised writer')", (MALLORY,))
+            assert rv.execute("SELECT status, superseded_by FROM feedback_notes WHERE id = %s",
+                              (older,)).fetchone() == ("active", None)
+        with connect(READER) as r:
+            ids = [row[0] for row in r.execute(
+                "SELECT id FROM fb_retrieve('Do HTTP client calls need an explicit timeout?', 'api_misuse_review',"
+                " final_k => 5, min_score => -100, rerank => false)")]
+            assert older in ids, ids
+    finally:
+        with connect() as su:
+            su.execute("ALTER DATABASE fb_redteam RESET pg_feedback.revisions")
+
+
+def test_p7_judgments_are_fb_judge_s_only_and_within_the_reviewer_s_tenants():
+    with connect(ALICE) as a:
+        note = one(a, "SELECT id FROM fb_ingest(%s, '', 'Bind it.', 'Team A binds the export filter as a parameter.',"
+                      " tenant => %s)", (TASK, TEAM_A))
+        a.execute("SET pg_feedback.log_retrievals = on")   # a logged retrieval that returned tenant A's note
+        rid = one(a, "SELECT max(retrieval_id) FROM fb_retrieve('Team A export filter: bound as a parameter?', %s,"
+                     " final_k => 5, min_score => -100, rerank => false)", (TASK,))
+    with connect() as su:
+        assert rid is not None and one(su, "SELECT %s = ANY (note_ids) FROM feedback_retrievals WHERE id = %s",
+                                       (note, rid))
+    with connect(REVIEWER_B) as rb:   # a reviewer of tenant B
+        expect_error(rb, "SELECT fb_judge(%s, %s, false)", "P0002", (rid, note))
+        expect_error(rb, "INSERT INTO feedback_retrieval_judgments (retrieval_id, note_id, relevant, judged_by)"
+                         " VALUES (%s, %s, false, 'someone_else')", "42501", (rid, note))
+        expect_error(rb, "UPDATE feedback_retrieval_judgments SET judged_by = 'someone_else'", "42501")
+    with connect(REVIEWER) as rv:
+        assert one(rv, "SELECT count(*) FROM feedback_retrieval_judgments WHERE note_id = %s", (note,)) == 0
+
+
+def test_p8_find_conflicts_records_on_a_task_type_of_several_tenants():
+    with connect(ALICE) as a:
+        a.execute("SELECT * FROM fb_ingest('cache_review', '', 'Cache it for 5 minutes.',"
+                  " 'Team A caches the price list for five minutes.', tenant => %s)", (TEAM_A,))
+    with connect(WRITER) as w:
+        w.execute("SELECT * FROM fb_ingest('cache_review', '', 'Cache it.', 'Shared: cache the price list.')")
+    with connect(REVIEWER) as rv:   # no tenant: compares the shared note only, locks only its own scope
+        rv.execute("SELECT * FROM fb_find_conflicts('cache_review', record => true)").fetchall()   # raised 23502
+
+
 def main():
     setup()
     run_tests("redteam", [
@@ -354,6 +410,9 @@ def main():
         test_p3_a_resubmission_never_rewrites_a_note_another_writer_stored,
         test_p4_a_correction_that_differs_only_in_white_space_is_kept,
         test_p5_scan_bounds_cannot_be_lowered_to_count_other_tenants_notes,
+        test_p6_purging_the_newer_note_of_a_pair_releases_the_older,
+        test_p7_judgments_are_fb_judge_s_only_and_within_the_reviewer_s_tenants,
+        test_p8_find_conflicts_records_on_a_task_type_of_several_tenants,
     ])
 
 
