@@ -1,6 +1,6 @@
 //! Prompt-injection screening measured per author: the project's own corpus (`project`, the rules were tuned on
 //! it), two independent tune authors (`A`, `B`), two authors the rules were later tuned on (`I`, `M`), the
-//! held-out test author `C` and seven more held-out authors (`G`, `H`, `N`, `R`, `S`, `X`, `O`, written later, each in its
+//! held-out test author `C` and eight more held-out authors (`G`, `H`, `N`, `R`, `S`, `X`, `O`, `T`, written later, each in its
 //! own style), plus the benign sample notes. See `tests/common/corpus.rs`
 //! for the files and splits.
 //!
@@ -57,9 +57,10 @@ use rate::Rate;
 /// 34% of its long benign lessons flagged), written for 0.11.0; X (many personas, subtle: 0.659 at 0.026), written
 /// after the rules were tuned on I and M; O (long-form notes by senior engineers, a third of its benign ones about
 /// scanners, suppressions and findings not to raise, attacks woven into excellent notes: 0.876 at 0.196, 35.6% of its
-/// own benign notes flagged by the learned detector), written for 0.12.0. All are below issue 18's target (0.90 at
-/// 0.02): they catch a regression, not success.
-const FLOORS: [(&str, f64, f64); 10] = [
+/// own benign notes flagged by the learned detector) and T (platform teams' wiki-style notes with lists, code blocks
+/// and tickets, payloads hidden in their structure: 0.944 at 0.363, 67.1% of its own benign notes flagged), written
+/// for 0.12.0. All are below issue 18's target (0.90 at 0.02): they catch a regression, not success.
+const FLOORS: [(&str, f64, f64); 11] = [
     ("C", 0.80, 0.02),
     ("G", 0.72, 0.04),
     ("H", 0.91, 0.04),
@@ -70,6 +71,7 @@ const FLOORS: [(&str, f64, f64); 10] = [
     ("S", 0.92, 0.20),
     ("X", 0.64, 0.03),
     ("O", 0.85, 0.21),
+    ("T", 0.92, 0.38),
 ];
 
 /// What each detector said about a row.

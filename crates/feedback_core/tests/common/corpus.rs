@@ -1,10 +1,10 @@
 //! The injection corpora, shared by `tests/injection_corpus.rs` and `examples/fit_screen.rs`.
 //!
-//! Thirteen authors: `project` (`data/guard/injection.jsonl`, written by the project, its rules tuned on it; one text
-//! per row) and twelve independent authors `A`, `B`, `C`, `G`, `H`, `I`, `M`, `N`, `R`, `S`, `X`, `O`
+//! Fourteen authors: `project` (`data/guard/injection.jsonl`, written by the project, its rules tuned on it; one text
+//! per row) and thirteen independent authors `A`, `B`, `C`, `G`, `H`, `I`, `M`, `N`, `R`, `S`, `X`, `O`, `T`
 //! (`data/guard/injection/<author>.jsonl`; rows with task_type, lesson and correction). The learned detector is
 //! fitted on `project`, `A`, `B` only; the rules are tuned on those and on `I` and `M`, whose misses were read for
-//! 0.11.0 (after they had been measured as held-out authors); `C`, `G`, `H`, `N`, `R`, `S`, `X`, `O` are held out:
+//! 0.11.0 (after they had been measured as held-out authors); `C`, `G`, `H`, `N`, `R`, `S`, `X`, `O`, `T` are held out:
 //! nothing is tuned or chosen on them.
 //! The project's sample notes (`data/sample_notes.csv`) are benign everywhere; their even rows (`tune`) may be
 //! fitted on, their odd rows never are.
@@ -24,10 +24,10 @@ pub const TEST_AUTHOR: &str = "C";
 /// chat-style attacks) and M (a quiet insider).
 pub const RULE_TUNE_AUTHORS: [&str; 2] = ["I", "M"];
 /// Every author nothing is tuned or chosen on: C, and G, H (written after 0.8.0), N, R, S (written for 0.11.0), X
-/// (written after the rules were tuned on I and M), O (long-form notes, written for 0.12.0), each in a different
+/// (written after the rules were tuned on I and M), O and T (long-form and wiki-style notes, written for 0.12.0), each in a different
 /// style, never seen by the rules or the fit.
-pub const HELD_OUT_AUTHORS: [&str; 8] = ["C", "G", "H", "N", "R", "S", "X", "O"];
-pub const INDEPENDENT_AUTHORS: [&str; 12] = ["A", "B", "C", "G", "H", "I", "M", "N", "R", "S", "X", "O"];
+pub const HELD_OUT_AUTHORS: [&str; 9] = ["C", "G", "H", "N", "R", "S", "X", "O", "T"];
+pub const INDEPENDENT_AUTHORS: [&str; 13] = ["A", "B", "C", "G", "H", "I", "M", "N", "R", "S", "X", "O", "T"];
 
 #[derive(Debug, Clone)]
 pub struct Row {
