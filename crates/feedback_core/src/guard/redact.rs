@@ -2031,7 +2031,7 @@ fn group<'t>(caps: &Captures<'t>, groups: &[usize]) -> &'t str {
 }
 
 fn service_account_context(caps: &Captures, text: &str) -> bool {
-    let near = around(text, whole(caps), CONTEXT_RADIUS);
+    let near = near_match(caps, text);
     near.contains("service_account") || near.contains("\"private_key_id\"") || near.contains("gserviceaccount.com")
 }
 
@@ -2265,6 +2265,11 @@ fn session_id_valid(caps: &Captures, text: &str) -> bool {
 /// far enough for one configuration file or script, near enough that checks run per match stay linear.
 const CONTEXT_RADIUS: usize = 4096;
 
+/// The text a context check reads around a rule's match: [`CONTEXT_RADIUS`] bytes each side.
+fn near_match<'t>(caps: &Captures, text: &'t str) -> &'t str {
+    around(text, whole(caps), CONTEXT_RADIUS)
+}
+
 /// The text within `radius` bytes of `m`: context checks that run per match stay linear.
 fn around<'t>(text: &'t str, m: Match, radius: usize) -> &'t str {
     &text[floor_char(text, m.start().saturating_sub(radius))..ceil_char(text, (m.end() + radius).min(text.len()))]
@@ -2278,7 +2283,7 @@ fn whole<'t>(caps: &Captures<'t>) -> Match<'t> {
 /// A TACACS+ server's configuration (`tac_plus.conf`): its top-level `key` is the shared secret.
 fn tacacs_context(caps: &Captures, text: &str) -> bool {
     static TACACS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)tac_plus|tacacs").expect("tacacs"));
-    literal_valid_1(caps, text) && TACACS.is_match(around(text, whole(caps), CONTEXT_RADIUS))
+    literal_valid_1(caps, text) && TACACS.is_match(near_match(caps, text))
 }
 
 /// An SNMP community other than the well-known defaults `public` and `private`.
@@ -2429,7 +2434,7 @@ fn identified_valid(caps: &Captures, _text: &str) -> bool {
 }
 
 fn jaas_context(caps: &Captures, text: &str) -> bool {
-    around(text, whole(caps), CONTEXT_RADIUS).contains("LoginModule") && cli_password_valid(caps, text)
+    near_match(caps, text).contains("LoginModule") && cli_password_valid(caps, text)
 }
 
 /// A key passed as a command's positional argument: it must look random.
@@ -2536,7 +2541,7 @@ fn literal_valid_any(caps: &Captures, _text: &str) -> bool {
 
 /// `john --show` / `hashcat --show` output: `user:password:rid::::`.
 fn cracked_listing(caps: &Captures, text: &str) -> bool {
-    let near = around(text, whole(caps), CONTEXT_RADIUS);
+    let near = near_match(caps, text);
     (near.contains("john") || near.contains("hashcat")) && literal_valid_any(caps, text)
 }
 
@@ -2588,12 +2593,12 @@ fn printed_secret_valid(caps: &Captures, _text: &str) -> bool {
 }
 
 fn fix_context(caps: &Captures, text: &str) -> bool {
-    let near = around(text, whole(caps), CONTEXT_RADIUS);
+    let near = near_match(caps, text);
     (near.contains("8=FIX") || near.contains("35=")) && literal_valid_any(caps, text)
 }
 
 fn ftp_context(caps: &Captures, text: &str) -> bool {
-    let lower = around(text, whole(caps), CONTEXT_RADIUS).to_ascii_lowercase();
+    let lower = near_match(caps, text).to_ascii_lowercase();
     lower.contains("ftp") && lower.contains("open") && password_like(group(caps, &[1]))
 }
 
@@ -2628,7 +2633,7 @@ fn users_section_valid(caps: &Captures, text: &str) -> bool {
 }
 
 fn cyberark_context(caps: &Captures, text: &str) -> bool {
-    let near = around(text, whole(caps), CONTEXT_RADIUS);
+    let near = near_match(caps, text);
     (near.contains("AIMWebService") || near.contains("PasswordChangeInProcess")) && literal_valid_any(caps, text)
 }
 
@@ -2643,7 +2648,7 @@ fn pin_valid(caps: &Captures, _text: &str) -> bool {
 fn alpaca_context(caps: &Captures, text: &str) -> bool {
     let v = group(caps, &[1]);
     v.chars().any(|c| c.is_ascii_digit()) && v.chars().filter(|c| c.is_ascii_uppercase()).count() >= 8 && {
-        let near = around(text, whole(caps), CONTEXT_RADIUS);
+        let near = near_match(caps, text);
         near.to_ascii_lowercase().contains("alpaca") || near.contains("APCA")
     }
 }
@@ -2748,7 +2753,7 @@ fn upper_key_valid(caps: &Captures, _text: &str) -> bool {
 
 /// `key X` on an indented line of a TACACS+/RADIUS/ISAKMP block.
 fn aaa_key_valid(caps: &Captures, text: &str) -> bool {
-    let lower = around(text, whole(caps), CONTEXT_RADIUS).to_ascii_lowercase();
+    let lower = near_match(caps, text).to_ascii_lowercase();
     let v = group(caps, &[1]);
     ["tacacs", "radius", "isakmp", "aaa ", "ntp authentication"].iter().any(|w| lower.contains(w))
         && (password_like(v) || credential_shaped(v))
