@@ -78,9 +78,10 @@ CREATE FUNCTION _fb_count_reports() RETURNS integer
     AS $$
 DECLARE
     rep record;
-    stored record;
     before feedback_notes;
     now_ feedback_notes;
+    owner boolean;
+    changed text[];
     counted integer := 0;
     actor text := _fb_actor();
 BEGIN
@@ -109,18 +110,15 @@ BEGIN
             RAISE EXCEPTION 'the note re-submitted by this statement changed while the statement ran'
                 USING ERRCODE = 'serialization_failure', HINT = 'Retry the statement.';
         END IF;
+        owner := before.status <> 'purged' AND before.created_by = actor AND NOT rep.screened;
         UPDATE feedback_notes f
            SET wrong_answer = CASE WHEN owner THEN coalesce(rep.wrong_answer, f.wrong_answer) ELSE f.wrong_answer END,
                source = CASE WHEN owner THEN coalesce(rep.source, f.source) ELSE f.source END,
                context = CASE WHEN owner THEN coalesce(rep.context, f.context) ELSE f.context END,
                updated_at = now(),
                report_count = f.report_count + rep.reports
-          FROM (SELECT before.status <> 'purged' AND before.created_by = actor AND NOT rep.screened AS owner) o
          WHERE f.id = before.id
-        RETURNING f.id, f.status, o.owner, f.wrong_answer IS DISTINCT FROM before.wrong_answer
-                  OR f.source IS DISTINCT FROM before.source OR f.context IS DISTINCT FROM before.context AS changed
-             INTO stored;
-        SELECT f.* INTO now_ FROM feedback_notes f WHERE f.id = stored.id;
+        RETURNING f.* INTO now_;
         -- Every report that says anything the note (as updated) does not, word for word.
         INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
                                           merged_by, context, wrong_answer, kind)
@@ -134,21 +132,19 @@ BEGIN
                 OR (p.source IS NOT NULL AND p.source <> now_.source)
                 OR (btrim(p.context) <> '' AND p.context <> now_.context))
          ORDER BY p.ord;
-        IF stored.changed THEN
+        changed := ARRAY(SELECT c FROM (VALUES ('wrong_answer', now_.wrong_answer IS DISTINCT FROM before.wrong_answer),
+                                               ('source', now_.source IS DISTINCT FROM before.source),
+                                               ('context', now_.context IS DISTINCT FROM before.context)) v(c, d)
+                          WHERE d);
+        IF cardinality(changed) > 0 THEN
             INSERT INTO feedback_audit (actor, action, note_id, content_hash, detail)
-            VALUES (actor, 'resubmit', stored.id, before.content_hash,
-                    jsonb_build_object('changed', to_jsonb(ARRAY(
-                        SELECT c FROM (VALUES ('wrong_answer', rep.wrong_answer IS DISTINCT FROM NULL
-                                                               AND rep.wrong_answer <> before.wrong_answer),
-                                              ('source', rep.source IS NOT NULL AND rep.source <> before.source),
-                                              ('context', rep.context IS NOT NULL AND rep.context <> before.context))
-                                           v(c, d) WHERE d))));
+            VALUES (actor, 'resubmit', now_.id, before.content_hash, jsonb_build_object('changed', to_jsonb(changed)));
         END IF;
         counted := counted + rep.reports;
-        IF stored.status <> 'active' THEN
-            RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', stored.id,
-                         stored.status, stored.status
-                USING HINT = CASE stored.status
+        IF now_.status <> 'active' THEN
+            RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', now_.id,
+                         now_.status, now_.status
+                USING HINT = CASE now_.status
                                  WHEN 'deprecated' THEN 'A reviewer can bring it back with fb_restore.'
                                  WHEN 'pending' THEN 'It waits for a reviewer (feedback_review_queue).'
                                  WHEN 'rejected' THEN 'A reviewer rejected it; fb_approve would make it live.'
@@ -352,7 +348,7 @@ BEGIN
         k := (SELECT min(i) FROM generate_subscripts(verdicts, 1) i WHERE verdicts[i]->>'verdict' <> 'distinct');
         CONTINUE WHEN k IS NULL;
         verdict := verdicts[k];
-        SELECT f.id, near_sims[k] AS similarity, f.correction, f.created_by INTO near
+        SELECT f.id, near_sims[k] AS similarity, f.correction INTO near
           FROM feedback_notes f WHERE f.id = near_ids[k];
         IF verdict->>'verdict' = 'duplicate' THEN
             -- The same lesson is merged only with the same correction: a rewording, or one within cosine 0.92 (where

@@ -79,9 +79,10 @@ CREATE OR REPLACE FUNCTION _fb_count_reports() RETURNS integer
     AS $$
 DECLARE
     rep record;
-    stored record;
     before feedback_notes;
     now_ feedback_notes;
+    owner boolean;
+    changed text[];
     counted integer := 0;
     actor text := _fb_actor();
 BEGIN
@@ -110,18 +111,15 @@ BEGIN
             RAISE EXCEPTION 'the note re-submitted by this statement changed while the statement ran'
                 USING ERRCODE = 'serialization_failure', HINT = 'Retry the statement.';
         END IF;
+        owner := before.status <> 'purged' AND before.created_by = actor AND NOT rep.screened;
         UPDATE feedback_notes f
            SET wrong_answer = CASE WHEN owner THEN coalesce(rep.wrong_answer, f.wrong_answer) ELSE f.wrong_answer END,
                source = CASE WHEN owner THEN coalesce(rep.source, f.source) ELSE f.source END,
                context = CASE WHEN owner THEN coalesce(rep.context, f.context) ELSE f.context END,
                updated_at = now(),
                report_count = f.report_count + rep.reports
-          FROM (SELECT before.status <> 'purged' AND before.created_by = actor AND NOT rep.screened AS owner) o
          WHERE f.id = before.id
-        RETURNING f.id, f.status, o.owner, f.wrong_answer IS DISTINCT FROM before.wrong_answer
-                  OR f.source IS DISTINCT FROM before.source OR f.context IS DISTINCT FROM before.context AS changed
-             INTO stored;
-        SELECT f.* INTO now_ FROM feedback_notes f WHERE f.id = stored.id;
+        RETURNING f.* INTO now_;
         -- Every report that says anything the note (as updated) does not, word for word.
         INSERT INTO feedback_note_merges (merged_hash, into_id, similarity, task_type, lesson, correction, source,
                                           merged_by, context, wrong_answer, kind)
@@ -135,21 +133,19 @@ BEGIN
                 OR (p.source IS NOT NULL AND p.source <> now_.source)
                 OR (btrim(p.context) <> '' AND p.context <> now_.context))
          ORDER BY p.ord;
-        IF stored.changed THEN
+        changed := ARRAY(SELECT c FROM (VALUES ('wrong_answer', now_.wrong_answer IS DISTINCT FROM before.wrong_answer),
+                                               ('source', now_.source IS DISTINCT FROM before.source),
+                                               ('context', now_.context IS DISTINCT FROM before.context)) v(c, d)
+                          WHERE d);
+        IF cardinality(changed) > 0 THEN
             INSERT INTO feedback_audit (actor, action, note_id, content_hash, detail)
-            VALUES (actor, 'resubmit', stored.id, before.content_hash,
-                    jsonb_build_object('changed', to_jsonb(ARRAY(
-                        SELECT c FROM (VALUES ('wrong_answer', rep.wrong_answer IS DISTINCT FROM NULL
-                                                               AND rep.wrong_answer <> before.wrong_answer),
-                                              ('source', rep.source IS NOT NULL AND rep.source <> before.source),
-                                              ('context', rep.context IS NOT NULL AND rep.context <> before.context))
-                                           v(c, d) WHERE d))));
+            VALUES (actor, 'resubmit', now_.id, before.content_hash, jsonb_build_object('changed', to_jsonb(changed)));
         END IF;
         counted := counted + rep.reports;
-        IF stored.status <> 'active' THEN
-            RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', stored.id,
-                         stored.status, stored.status
-                USING HINT = CASE stored.status
+        IF now_.status <> 'active' THEN
+            RAISE NOTICE 'note % is %: the report was counted, and it stays % (not retrieved)', now_.id,
+                         now_.status, now_.status
+                USING HINT = CASE now_.status
                                  WHEN 'deprecated' THEN 'A reviewer can bring it back with fb_restore.'
                                  WHEN 'pending' THEN 'It waits for a reviewer (feedback_review_queue).'
                                  WHEN 'rejected' THEN 'A reviewer rejected it; fb_approve would make it live.'
@@ -206,7 +202,7 @@ BEGIN
         k := (SELECT min(i) FROM generate_subscripts(verdicts, 1) i WHERE verdicts[i]->>'verdict' <> 'distinct');
         CONTINUE WHEN k IS NULL;
         verdict := verdicts[k];
-        SELECT f.id, near_sims[k] AS similarity, f.correction, f.created_by INTO near
+        SELECT f.id, near_sims[k] AS similarity, f.correction INTO near
           FROM feedback_notes f WHERE f.id = near_ids[k];
         IF verdict->>'verdict' = 'duplicate' THEN
             -- The same lesson is merged only with the same correction: a rewording, or one within cosine 0.92 (where
@@ -376,6 +372,32 @@ COMMENT ON FUNCTION _fb_candidates(vector, text, integer, text, text, boolean, t
     'sets and the global HNSW index otherwise (see pg_feedback.exact_scan_limit); exact or ann (an index: the '
     'slice''s if there is one) force one path (fb_eval_ann compares them). scoped: only notes of exactly p_tenant.';
 
+CREATE OR REPLACE FUNCTION _fb_release_revised(note_id bigint) RETURNS void
+    LANGUAGE sql
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
+         WHERE superseded_by = _fb_release_revised.note_id AND status = 'active';
+    END;
+COMMENT ON FUNCTION _fb_release_revised(bigint) IS
+    'Internal: a note leaving retrieval (deprecated, purged) releases the older notes it kept out as their live '
+    'revision (pg_feedback.revisions = keep_both, fb_find_conflicts(record => true)).';
+
+CREATE OR REPLACE FUNCTION _fb_blank_merges(ids bigint[]) RETURNS integer
+    LANGUAGE sql
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        WITH blanked AS (
+            UPDATE feedback_note_merges m
+               SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
+             WHERE m.id = ANY (_fb_blank_merges.ids)
+            RETURNING 1)
+        SELECT count(*)::integer FROM blanked;
+    END;
+COMMENT ON FUNCTION _fb_blank_merges(bigint[]) IS
+    'Internal: removes the text of merged reports (feedback_note_merges ids): what every purge does to them. Returns '
+    'how many.';
+
 CREATE OR REPLACE FUNCTION _fb_set_status(note_id bigint, from_status text[], to_status text, action text, reason text)
     RETURNS boolean
     LANGUAGE plpgsql
@@ -405,9 +427,7 @@ BEGIN
                                 THEN NULL ELSE f.superseded_by END
      WHERE f.id = note_id;
     IF old = 'active' THEN
-        -- A note kept live beside this revision of it (pg_feedback.revisions = keep_both) is retrieved again.
-        UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
-         WHERE superseded_by = note_id AND status = 'active';
+        PERFORM _fb_release_revised(note_id);
     END IF;
     INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason)
     VALUES (_fb_actor(), action, note_id, hash, old, to_status, reason);
@@ -482,12 +502,9 @@ BEGIN
            embedding_model = NULL,
            embedding_alt = NULL, embedding_alt_model = NULL, screening = '[]', status = 'purged', updated_at = now()
      WHERE id = note_id;
-    -- A note kept live beside this one as its older version (keep_both, fb_find_conflicts) is retrieved again.
-    UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
-     WHERE superseded_by = note_id AND status = 'active';
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
-     WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of);
-    GET DIAGNOSTICS merges = ROW_COUNT;
+    PERFORM _fb_release_revised(note_id);
+    merges := _fb_blank_merges(ARRAY(SELECT m.id FROM feedback_note_merges m
+                                      WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of)));
     SELECT count(*) INTO kept FROM feedback_note_merges m WHERE m.into_id = note_id AND m.lesson <> '[purged]';
     INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason, detail)
     VALUES (_fb_actor(), action, note_id, hash, old, 'purged', why,
@@ -505,10 +522,9 @@ DECLARE
     why text := _fb_require_reason(reason, 'fb_purge_merged');
     cleared integer;
 BEGIN
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
-      FROM feedback_notes t
-     WHERE t.id = m.into_id AND _fb_tenant_allowed(t.tenant) AND m.merged_hash = fb_purge_merged.merged_hash;
-    GET DIAGNOSTICS cleared = ROW_COUNT;
+    cleared := _fb_blank_merges(ARRAY(SELECT m.id FROM feedback_note_merges m JOIN feedback_notes t ON t.id = m.into_id
+                                       WHERE _fb_tenant_allowed(t.tenant)
+                                         AND m.merged_hash = fb_purge_merged.merged_hash));
     IF cleared = 0 THEN
         RAISE EXCEPTION 'no merge record with merged_hash "%"', merged_hash
             USING ERRCODE = 'no_data_found', HINT = 'Take merged_hash from feedback_note_merges.';
@@ -657,8 +673,9 @@ BEGIN
             PERFORM _fb_purge_note(r.note_id, why, 'purge_by', merges_of => fb_purge_by.role);
             notes := notes + 1;
         ELSIF r.lesson <> '[purged]' THEN
-            UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
-             WHERE m.merged_hash = r.merged_hash AND m.into_id = r.note_id AND m.merged_by = fb_purge_by.role;
+            PERFORM _fb_blank_merges(ARRAY(SELECT m.id FROM feedback_note_merges m
+                                            WHERE m.merged_hash = r.merged_hash AND m.into_id = r.note_id
+                                              AND m.merged_by = fb_purge_by.role));
             INSERT INTO feedback_audit (actor, action, note_id, content_hash, reason, detail)
             VALUES (_fb_actor(), 'purge_by_merged', r.note_id, r.merged_hash, why,
                     jsonb_build_object('merged_by', fb_purge_by.role));
@@ -739,3 +756,5 @@ COMMENT ON FUNCTION fb_judge(bigint, bigint, boolean) IS
     'judged, split fixed by its text; or the existing question with that text) with the note graded 1 or 0, so '
     'fb_eval and fb_calibrate learn from use (a judged question counts once some note was judged helpful for it). '
     'Returns the golden question''s id.';
+
+REVOKE ALL ON FUNCTION _fb_release_revised(bigint), _fb_blank_merges(bigint[]) FROM PUBLIC;

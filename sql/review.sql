@@ -2,6 +2,32 @@
 -- change recorded in feedback_audit. These run with the extension owner's rights (SECURITY DEFINER): callers need
 -- no UPDATE on any table, only EXECUTE, which feedback_reviewer holds.
 
+CREATE FUNCTION _fb_release_revised(note_id bigint) RETURNS void
+    LANGUAGE sql
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
+         WHERE superseded_by = _fb_release_revised.note_id AND status = 'active';
+    END;
+COMMENT ON FUNCTION _fb_release_revised(bigint) IS
+    'Internal: a note leaving retrieval (deprecated, purged) releases the older notes it kept out as their live '
+    'revision (pg_feedback.revisions = keep_both, fb_find_conflicts(record => true)).';
+
+CREATE FUNCTION _fb_blank_merges(ids bigint[]) RETURNS integer
+    LANGUAGE sql
+    SET search_path = pg_catalog, @extschema@, pg_temp
+    BEGIN ATOMIC
+        WITH blanked AS (
+            UPDATE feedback_note_merges m
+               SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
+             WHERE m.id = ANY (_fb_blank_merges.ids)
+            RETURNING 1)
+        SELECT count(*)::integer FROM blanked;
+    END;
+COMMENT ON FUNCTION _fb_blank_merges(bigint[]) IS
+    'Internal: removes the text of merged reports (feedback_note_merges ids): what every purge does to them. Returns '
+    'how many.';
+
 -- A note of a tenant the acting role is not a member of is treated as missing. Returns false when the note is in
 -- another status.
 CREATE FUNCTION _fb_set_status(note_id bigint, from_status text[], to_status text, action text, reason text)
@@ -33,9 +59,7 @@ BEGIN
                                 THEN NULL ELSE f.superseded_by END
      WHERE f.id = note_id;
     IF old = 'active' THEN
-        -- A note kept live beside this revision of it (pg_feedback.revisions = keep_both) is retrieved again.
-        UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
-         WHERE superseded_by = note_id AND status = 'active';
+        PERFORM _fb_release_revised(note_id);
     END IF;
     INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason)
     VALUES (_fb_actor(), action, note_id, hash, old, to_status, reason);
@@ -204,12 +228,9 @@ BEGIN
            embedding_model = NULL,
            embedding_alt = NULL, embedding_alt_model = NULL, screening = '[]', status = 'purged', updated_at = now()
      WHERE id = note_id;
-    -- A note kept live beside this one as its older version (keep_both, fb_find_conflicts) is retrieved again.
-    UPDATE feedback_notes SET superseded_by = NULL, updated_at = now()
-     WHERE superseded_by = note_id AND status = 'active';
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
-     WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of);
-    GET DIAGNOSTICS merges = ROW_COUNT;
+    PERFORM _fb_release_revised(note_id);
+    merges := _fb_blank_merges(ARRAY(SELECT m.id FROM feedback_note_merges m
+                                      WHERE m.into_id = note_id AND (merges_of IS NULL OR m.merged_by = merges_of)));
     SELECT count(*) INTO kept FROM feedback_note_merges m WHERE m.into_id = note_id AND m.lesson <> '[purged]';
     INSERT INTO feedback_audit (actor, action, note_id, content_hash, old_status, new_status, reason, detail)
     VALUES (_fb_actor(), action, note_id, hash, old, 'purged', why,
@@ -241,10 +262,9 @@ DECLARE
     why text := _fb_require_reason(reason, 'fb_purge_merged');
     cleared integer;
 BEGIN
-    UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
-      FROM feedback_notes t
-     WHERE t.id = m.into_id AND _fb_tenant_allowed(t.tenant) AND m.merged_hash = fb_purge_merged.merged_hash;
-    GET DIAGNOSTICS cleared = ROW_COUNT;
+    cleared := _fb_blank_merges(ARRAY(SELECT m.id FROM feedback_note_merges m JOIN feedback_notes t ON t.id = m.into_id
+                                       WHERE _fb_tenant_allowed(t.tenant)
+                                         AND m.merged_hash = fb_purge_merged.merged_hash));
     IF cleared = 0 THEN
         RAISE EXCEPTION 'no merge record with merged_hash "%"', merged_hash
             USING ERRCODE = 'no_data_found', HINT = 'Take merged_hash from feedback_note_merges.';
@@ -441,8 +461,9 @@ BEGIN
             PERFORM _fb_purge_note(r.note_id, why, 'purge_by', merges_of => fb_purge_by.role);
             notes := notes + 1;
         ELSIF r.lesson <> '[purged]' THEN
-            UPDATE feedback_note_merges m SET lesson = '[purged]', correction = '[purged]', context = '', wrong_answer = ''
-             WHERE m.merged_hash = r.merged_hash AND m.into_id = r.note_id AND m.merged_by = fb_purge_by.role;
+            PERFORM _fb_blank_merges(ARRAY(SELECT m.id FROM feedback_note_merges m
+                                            WHERE m.merged_hash = r.merged_hash AND m.into_id = r.note_id
+                                              AND m.merged_by = fb_purge_by.role));
             INSERT INTO feedback_audit (actor, action, note_id, content_hash, reason, detail)
             VALUES (_fb_actor(), 'purge_by_merged', r.note_id, r.merged_hash, why,
                     jsonb_build_object('merged_by', fb_purge_by.role));
