@@ -40,7 +40,8 @@ def golden_rows(port):
 CODE_ORDER = """
 SELECT g.split, coalesce(array_agg(c.id ORDER BY c.n) FILTER (WHERE c.id IS NOT NULL), '{}'),
        _fb_decide(g.query, array_agg(c.doc ORDER BY c.n), array_agg(c.context ORDER BY c.n),
-                  array_agg(c.similarity ORDER BY c.n), array_agg(c.segment ORDER BY c.n), 0, _fb_shipped_decision()),
+                  array_agg(c.similarity ORDER BY c.n), array_agg(c.segment ORDER BY c.n), 0, _fb_shipped_decision(),
+                  (fb_embed_batch(ARRAY[g.query], true))[1]::real[]),
        (SELECT coalesce(array_agg(j.note_id), '{}') FROM feedback_golden_judgments j
          WHERE j.golden_id = g.id AND j.grade = 2)
   FROM feedback_golden g

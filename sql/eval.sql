@@ -292,7 +292,7 @@ BEGIN
       LEFT JOIN _fb_golden_grades(fb_calibrate.split) gr ON gr.golden_id = s.id;
     -- Code inputs: every candidate with what the learned decision reads, and the input's grades.
     SELECT jsonb_agg(jsonb_build_object(
-               'query', g.query, 'n_segments', cardinality(v.segs),
+               'query', g.query, 'vector', v.vectors[1]::real[], 'n_segments', cardinality(v.segs),
                'graded', coalesce((SELECT jsonb_agg(jsonb_build_array(gr.note_ids[i], gr.grades[i]))
                                      FROM generate_subscripts(gr.note_ids, 1) i), '[]'),
                'candidates', coalesce((SELECT jsonb_agg(jsonb_build_object('id', c.id, 'doc', c.doc,
@@ -389,7 +389,8 @@ COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean, in
     'recall@3 and precision stay within tolerance of reranking every candidate, and the near-tie margins. With '
     'apply (default) it replaces the rows of feedback_retrieval_settings. Returns the chosen cut and its numbers '
     'per row (of the scorer the row uses). Prose questions choose these; code inputs (_fb_input_kind) fit the '
-    'learned decision instead (_fb_fit_decision: logistic regression over each candidate''s features, the '
+    'learned decision instead (_fb_fit_decision: logistic regression over each candidate''s features times a gate, '
+    'logistic regression over the input''s vector that tells whether any note applies to it; the '
     'threshold that maximises the worst of applicable notes injected, injected notes that apply and clean inputs '
     'left empty, at most 5 notes; each input embedded whole and, with code_segments > 0, in that many windows of '
     'lines too, which fb_retrieve then embeds as well), stored on the ''*'' row (decision) and reported as row ''(code)'' (recall_at_3: '

@@ -758,3 +758,349 @@ COMMENT ON FUNCTION fb_judge(bigint, bigint, boolean) IS
     'Returns the golden question''s id.';
 
 REVOKE ALL ON FUNCTION _fb_release_revised(bigint), _fb_blank_merges(bigint[]) FROM PUBLIC;
+
+-- The learned decision for code inputs reads the input's own vector too (its gate: does any note apply to
+-- this input at all?). The seven-argument _fb_decide keeps its C symbol (src/compat.rs) for 0.11.0 databases
+-- still running a newer library; the new one has its own.
+DROP FUNCTION _fb_decide(text, text[], text[], real[], real[], integer, jsonb);
+-- pg_feedback::decide::_fb_decide_for
+CREATE  FUNCTION "_fb_decide"(
+	"query" TEXT, /* & str */
+	"docs" TEXT[], /* Vec < Option < String > > */
+	"contexts" TEXT[], /* Vec < Option < String > > */
+	"cosines" real[], /* Vec < Option < f32 > > */
+	"segment_cosines" real[], /* Vec < Option < f32 > > */
+	"n_segments" INT, /* i32 */
+	"decision" jsonb, /* JsonB */
+	"query_vector" real[] /* Vec < Option < f32 > > */
+) RETURNS real[] /* Vec < f32 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+SET search_path TO pg_catalog, @extschema@, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_fb_decide_for_wrapper';
+REVOKE ALL ON FUNCTION _fb_decide(text, text[], text[], real[], real[], integer, jsonb, real[]) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION fb_retrieve(query text, task_type text, candidate_k integer DEFAULT 20, final_k integer DEFAULT NULL,
+                            min_score real DEFAULT NULL, rerank boolean DEFAULT NULL, model text DEFAULT NULL)
+    RETURNS TABLE (rank integer, id bigint, lesson text, correction text, similarity real, rerank_score real,
+                   scored_by text, created_at timestamptz, retrieval_id bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_column
+DECLARE
+    key text;
+    tt text;
+    q vector(384);
+    s jsonb;
+    use_rerank boolean;
+    cand record;
+    scores real[];
+    picked integer[];
+    rid bigint;
+    segs text[] := '{}';
+    vectors vector[];
+    decision jsonb;
+    scorer text;
+BEGIN
+    IF candidate_k IS NULL OR candidate_k NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'candidate_k must be between 1 and 1000, not %', candidate_k
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Over-fetch about 20 candidates for the reranker.';
+    END IF;
+    IF final_k NOT BETWEEN 1 AND candidate_k THEN
+        RAISE EXCEPTION 'final_k must be between 1 and candidate_k (%), not %', candidate_k, final_k
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'final_k is how many notes to return at most (NULL: the calibrated max_notes).';
+    END IF;
+    -- Nothing is asked: no note applies (an empty question's vector would still be near some note).
+    IF query IS NULL OR task_type IS NULL OR _fb_normalize(query) = '' THEN
+        RETURN;
+    END IF;
+    -- Embedded in its own step, through the backend's query cache; first, so that the library is loaded and its
+    -- settings defined before they are read. Only notes embedded by the same model are compared with it.
+    key := _fb_resolve_model(model);
+    -- A code input (snippet, diff, config file) is read by the learned decision, when there is one for this model:
+    -- the segments it was fitted with, if any, are embedded with the input, in the same call.
+    IF _fb_input_kind(query) = 'code' THEN
+        decision := _fb_decision(key);
+    END IF;
+    IF decision IS NOT NULL THEN
+        segs := _fb_segments(query, decision);
+    END IF;
+    vectors := fb_embed_batch(ARRAY[query] || segs, true, key);
+    q := vectors[1];
+    IF model IS NOT NULL AND _fb_slot_of(key) IS NULL THEN
+        RAISE EXCEPTION 'no note is embedded with model "%"', model
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('CALL fb_reembed(%L) (superuser) embeds the notes with it first; SELECT * FROM '
+                                'feedback_embedding_slots shows which models hold vectors.', model);
+    END IF;
+    tt := _fb_task_type(fb_retrieve.task_type);
+    s := _fb_settings(tt, key);
+    use_rerank := decision IS NULL AND coalesce(rerank, (s ->> 'rerank')::boolean) AND fb_rerank_model() <> '';
+    scorer := CASE WHEN decision IS NOT NULL THEN 'decision' WHEN use_rerank THEN 'cross-encoder' ELSE 'cosine' END;
+    IF decision IS NOT NULL THEN
+        SELECT array_agg(c.id ORDER BY c.n) AS ids,
+               array_agg(c.lesson ORDER BY c.n) AS lessons,
+               array_agg(c.correction ORDER BY c.n) AS corrections,
+               array_agg(c.similarity ORDER BY c.n) AS sims,
+               array_agg(c.created_at ORDER BY c.n) AS created,
+               array_agg(c.segment ORDER BY c.n) AS segments,
+               array_agg(c.doc ORDER BY c.n) AS docs,
+               array_agg(c.context ORDER BY c.n) AS contexts
+          INTO cand
+          FROM _fb_code_candidates(query, vectors, tt, candidate_k, key) WITH ORDINALITY AS c(id, lesson, correction,
+                                                                                               similarity, created_at,
+                                                                                               segment, doc, context,
+                                                                                               n);
+        IF cand.ids IS NOT NULL THEN
+            -- The probability that each note applies; every note at or above the decision's threshold (a note with
+            -- a context has its own), best first, at most its max_notes (a caller's min_score and final_k replace
+            -- them).
+            scores := _fb_decide(query, cand.docs, cand.contexts, cand.sims, cand.segments, cardinality(segs),
+                                 decision, q::real[]);
+            picked := _fb_rank_notes(
+                CASE WHEN min_score IS NOT NULL THEN scores
+                     ELSE ARRAY(SELECT CASE WHEN scores[i] >= CASE WHEN btrim(cand.contexts[i]) <> ''
+                                                                   THEN coalesce((decision ->> 'threshold_context')::real,
+                                                                                 (decision ->> 'threshold')::real)
+                                                                   ELSE (decision ->> 'threshold')::real END
+                                            THEN scores[i] END
+                                  FROM generate_subscripts(scores, 1) i ORDER BY i) END,
+                cand.created, s, 'decision', min_score, coalesce(final_k, (decision ->> 'max_notes')::integer),
+                candidate_k);
+        END IF;
+    ELSE
+        SELECT array_agg(c.id ORDER BY c.n) AS ids,
+               array_agg(c.lesson ORDER BY c.n) AS lessons,
+               array_agg(c.correction ORDER BY c.n) AS corrections,
+               array_agg(c.lesson || ' ' || c.correction ORDER BY c.n) AS passages,
+               array_agg(c.similarity ORDER BY c.n) AS sims,
+               array_agg(c.created_at ORDER BY c.n) AS created
+          INTO cand
+          FROM _fb_first_stage(query, q, tt, candidate_k, key) WITH ORDINALITY AS c(id, lesson, correction, similarity,
+                                                                                      created_at, fused, source, n);
+        IF cand.ids IS NOT NULL THEN
+            -- A caller's min_score is a ranking mode: notes at or above it in score order, up to final_k, with no
+            -- relative cut and, when reranking, every candidate scored.
+            IF use_rerank THEN
+                -- The cross-encoder reads lesson and correction together, and only the candidates the first stage
+                -- cannot settle (pg_feedback.selective_rerank); the others are not returned.
+                scores := _fb_rerank_selective(query, cand.passages, cand.sims,
+                                               CASE WHEN min_score IS NULL THEN s END);
+            ELSE
+                scores := cand.sims;
+            END IF;
+            picked := _fb_rank_notes(scores, cand.created, s, scorer, min_score, final_k, candidate_k);
+        END IF;
+    END IF;
+    IF _fb_setting('pg_feedback.log_retrievals')::boolean THEN
+        rid := _fb_log_retrieval(query, tt, ARRAY(SELECT cand.ids[i] FROM unnest(picked) AS i),
+                                 ARRAY(SELECT scores[i] FROM unnest(picked) AS i), scorer, key,
+                                 CASE WHEN use_rerank THEN fb_rerank_model() END);
+    END IF;
+
+    RETURN QUERY
+    SELECT p.n::integer, cand.ids[p.i], cand.lessons[p.i], cand.corrections[p.i], cand.sims[p.i],
+           CASE WHEN scorer <> 'cosine' THEN scores[p.i] END, scorer,
+           cand.created[p.i], rid
+      FROM unnest(picked) WITH ORDINALITY AS p(i, n)
+     ORDER BY p.n;
+END $$;
+
+COMMENT ON FUNCTION fb_retrieve(text, text, integer, integer, real, boolean, text) IS
+    'The notes that apply to a question or to code under review, best first, or none. A code input (a snippet, a '
+    'diff, a config file: _fb_input_kind) is read by the learned decision (_fb_decision: fb_calibrate''s, else the '
+    'shipped one): embedded whole, and in the segments the decision was fitted with if any (a diff''s post-image, '
+    'windows of lines), in one call, each candidate scored by the probability that it applies (cosines of the '
+    'input and of its best segment, words of the '
+    'note and of its context in the code, rank and gaps; scored_by ''decision'', rerank_score the probability), every note at or above '
+    'the decision''s threshold (threshold_context for a note with a context) returned, at most its max_notes. A question: embeds the query (cached per backend), takes the '
+    'candidate_k nearest active notes of the task_type (fused with full-text matches when pg_feedback.hybrid is '
+    'on), reranks the candidates the first stage cannot settle with the cross-encoder (unless rerank => false, '
+    'pg_feedback.rerank = off, no pg_feedback.rerank_model, or the task_type''s calibration found that reranking '
+    'does not pay off), keeps those scoring at least min_score (default: the calibrated floor) and within the '
+    'relative cut of the best (none when min_score is given: a ranking mode, every candidate reranked), and returns '
+    'at most final_k (default: the calibrated max_notes); between notes within the '
+    'near-tie margin of the score that ranked them, the newer first. Settings: feedback_retrieval_settings, then '
+    'pg_feedback.*. scored_by says which score ranked; retrieval_id is the feedback_retrievals row when '
+    'pg_feedback.log_retrievals is on (for fb_judge). model => a model held in the standby slot (fb_reembed) '
+    'searches its vectors instead, to try it before fb_switch_model.';
+
+CREATE OR REPLACE FUNCTION fb_calibrate(split text DEFAULT 'tune', lambda real DEFAULT 0.5, per_task_type boolean DEFAULT true,
+                             min_questions integer DEFAULT 50, tolerance real DEFAULT 0,
+                             apply boolean DEFAULT true, code_segments integer DEFAULT 0)
+    RETURNS TABLE (task_type text, questions integer, rerank boolean, rerank_floor real, relative_cut real,
+                   max_notes integer, cosine_floor real, cosine_relative_cut real, cosine_max_notes integer,
+                   recall_at_3 real, "precision" real, no_answer_correct real, utility real)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    SET pg_feedback.log_retrievals = off
+    AS $$
+#variable_conflict use_column
+DECLARE
+    key text := _fb_resolve_model(NULL);
+    cross_encoder text := fb_rerank_model();
+    data jsonb;
+    code_data jsonb;
+    decision jsonb;
+    segmenting jsonb := jsonb_build_object('max_segments', code_segments);
+    result jsonb;
+    sel jsonb;
+BEGIN
+    IF split IS NOT NULL AND split NOT IN ('tune', 'test') THEN
+        RAISE EXCEPTION 'unknown split "%"', split
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Calibrate on tune (the default), test, or NULL (all).';
+    END IF;
+    IF lambda IS NULL OR lambda < 0 OR tolerance IS NULL OR tolerance < 0 OR min_questions IS NULL
+       OR min_questions < 0 OR per_task_type IS NULL THEN
+        RAISE EXCEPTION 'lambda, tolerance, min_questions and per_task_type must be given, and the numbers not negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'lambda: cost of one irrelevant note injected, in found lessons (e.g. 0.5); tolerance: '
+                         'utility a cheaper rerank may lose (0); min_questions: questions a task_type needs for '
+                         'settings of its own (50).';
+    END IF;
+    IF code_segments IS NULL OR code_segments NOT BETWEEN 0 AND 32 THEN
+        RAISE EXCEPTION 'code_segments must be between 0 and 32, not %', code_segments
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'code_segments: windows of lines embedded beside each code input (0, the default: the '
+                         'whole input alone).';
+    END IF;
+    IF cross_encoder = '' THEN
+        RAISE EXCEPTION 'no cross-encoder is configured'
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Set pg_feedback.rerank_model.';
+    END IF;
+    -- Every question's first-stage candidates with their cosine similarity and full cross-encoder score (every
+    -- candidate, so that the sweep can simulate any selective policy), and its grades.
+    WITH golden AS (
+        SELECT g.id, g.query, _fb_task_type(g.task_type) AS task_type
+          FROM _fb_golden_questions(fb_calibrate.split) g
+         WHERE _fb_input_kind(g.query) = 'prose'
+    ), candidates AS MATERIALIZED (
+        SELECT g.id, g.query, g.task_type, c.ids, c.sims, c.passages
+          FROM golden g
+         CROSS JOIN LATERAL (
+            SELECT array_agg(f.id ORDER BY f.n) AS ids, array_agg(f.similarity ORDER BY f.n) AS sims,
+                   array_agg(f.lesson || ' ' || f.correction ORDER BY f.n) AS passages
+              FROM _fb_first_stage(g.query, (fb_embed_batch(ARRAY[g.query], true, key))[1], g.task_type, 20, key)
+                   WITH ORDINALITY AS f(id, lesson, correction, similarity, created_at, fused, source, n)) c
+    ), scored AS MATERIALIZED (   -- not inlined: each question is reranked once
+        SELECT c.*, CASE WHEN c.ids IS NOT NULL THEN fb_rerank(c.query, c.passages) END AS ce
+          FROM candidates c
+    )
+    SELECT jsonb_agg(jsonb_build_object(
+               'group', s.task_type,
+               'graded', coalesce((SELECT jsonb_agg(jsonb_build_array(gr.note_ids[i], gr.grades[i]))
+                                     FROM generate_subscripts(gr.note_ids, 1) i), '[]'),
+               'candidates', coalesce((SELECT jsonb_agg(jsonb_build_object('id', s.ids[i], 'cosine', s.sims[i],
+                                                                           'score', s.ce[i]) ORDER BY i)
+                                         FROM generate_subscripts(s.ids, 1) i), '[]')))
+      INTO data
+      FROM scored s
+      LEFT JOIN _fb_golden_grades(fb_calibrate.split) gr ON gr.golden_id = s.id;
+    -- Code inputs: every candidate with what the learned decision reads, and the input's grades.
+    SELECT jsonb_agg(jsonb_build_object(
+               'query', g.query, 'vector', v.vectors[1]::real[], 'n_segments', cardinality(v.segs),
+               'graded', coalesce((SELECT jsonb_agg(jsonb_build_array(gr.note_ids[i], gr.grades[i]))
+                                     FROM generate_subscripts(gr.note_ids, 1) i), '[]'),
+               'candidates', coalesce((SELECT jsonb_agg(jsonb_build_object('id', c.id, 'doc', c.doc,
+                                                                           'context', c.context,
+                                                                           'cosine', c.similarity,
+                                                                           'segment', c.segment) ORDER BY c.n)
+                                         FROM _fb_code_candidates(g.query, v.vectors, _fb_task_type(g.task_type), 20,
+                                                                  key)
+                                              WITH ORDINALITY AS c(id, lesson, correction, similarity, created_at,
+                                                                   segment, doc, context, n)), '[]')))
+      INTO code_data
+      FROM _fb_golden_questions(fb_calibrate.split) g
+     CROSS JOIN LATERAL (SELECT _fb_segments(g.query, segmenting) AS segs) s
+     CROSS JOIN LATERAL (SELECT s.segs, fb_embed_batch(ARRAY[g.query] || s.segs, true, key) AS vectors) v
+      LEFT JOIN _fb_golden_grades(fb_calibrate.split) gr ON gr.golden_id = g.id
+     WHERE _fb_input_kind(g.query) = 'code';
+    IF data IS NULL AND code_data IS NULL THEN
+        RAISE EXCEPTION 'feedback_golden has no % questions', coalesce(split, 'golden')
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'Insert golden questions (split tune) and grade their notes before calibrating.';
+    END IF;
+    IF code_data IS NOT NULL THEN
+        -- fb_retrieve embeds a code input as the decision was fitted: whole, and in as many segments.
+        decision := _fb_fit_decision(code_data, max_notes => 5, embedding_model => key) || segmenting;
+    END IF;
+
+    result := CASE WHEN data IS NOT NULL
+                   THEN _fb_calibrate_sweep(data, lambda, 3, per_task_type, min_questions, tolerance,
+                                            _fb_setting('pg_feedback.rerank_stage')::integer)
+                   ELSE jsonb_build_object('groups', jsonb_build_array(jsonb_build_object('group', '*'))) END;
+    sel := result -> 'selective' -> 'policy';
+
+    IF apply THEN
+        DELETE FROM feedback_retrieval_settings;
+        INSERT INTO feedback_retrieval_settings (task_type, rerank, rerank_floor, relative_cut, max_notes,
+                                                 cosine_floor, cosine_relative_cut, cosine_max_notes,
+                                                 rerank_max_pairs, rerank_min_cosine, rerank_cosine_gap,
+                                                 rerank_decided, rerank_decided_gap, rerank_tie_margin,
+                                                 cosine_tie_margin, decision, embedding_model, rerank_model,
+                                                 calibrated_by, calibration)
+        SELECT g ->> 'group', (g ->> 'rerank')::boolean,
+               (g -> 'cross_encoder' ->> 'floor')::real, coalesce((g -> 'cross_encoder' ->> 'relative_cut')::real, -1),
+               (g -> 'cross_encoder' ->> 'max_notes')::integer,
+               (g -> 'cosine' ->> 'floor')::real, coalesce((g -> 'cosine' ->> 'relative_cut')::real, -1),
+               (g -> 'cosine' ->> 'max_notes')::integer,
+               -- Selective bounds and margins are chosen over all questions: on the '*' row only.
+               CASE WHEN g ->> 'group' = '*' THEN least((sel ->> 'max_pairs')::numeric, 1000)::integer END,
+               CASE WHEN g ->> 'group' = '*' THEN coalesce((sel ->> 'min_cosine')::real, -1) END,
+               CASE WHEN g ->> 'group' = '*' THEN coalesce((sel ->> 'cosine_gap')::real, 2) END,
+               CASE WHEN g ->> 'group' = '*' THEN coalesce((sel ->> 'decided')::real, 100) END,
+               CASE WHEN g ->> 'group' = '*' THEN coalesce((sel ->> 'decided_gap')::real, 2) END,
+               CASE WHEN g ->> 'group' = '*' THEN (result ->> 'rerank_tie_margin')::real END,
+               CASE WHEN g ->> 'group' = '*' THEN (result ->> 'cosine_tie_margin')::real END,
+               CASE WHEN g ->> 'group' = '*' THEN decision END,
+               key, cross_encoder, _fb_actor(),
+               jsonb_build_object('split', fb_calibrate.split, 'lambda', lambda, 'tolerance', tolerance,
+                                  'questions', g -> 'questions', 'cross_encoder', g -> 'cross_encoder' -> 'summary',
+                                  'cosine', g -> 'cosine' -> 'summary',
+                                  'selective', CASE WHEN g ->> 'group' = '*' THEN result -> 'selective' END)
+          FROM jsonb_array_elements(result -> 'groups') g;
+    END IF;
+
+    RETURN QUERY
+    SELECT x.* FROM (
+        SELECT g ->> 'group' AS grp, (g ->> 'questions')::integer, (g ->> 'rerank')::boolean,
+               (g -> 'cross_encoder' ->> 'floor')::real, (g -> 'cross_encoder' ->> 'relative_cut')::real,
+               (g -> 'cross_encoder' ->> 'max_notes')::integer,
+               (g -> 'cosine' ->> 'floor')::real, (g -> 'cosine' ->> 'relative_cut')::real,
+               (g -> 'cosine' ->> 'max_notes')::integer,
+               (c -> 'summary' ->> 'recall')::real, (c -> 'summary' ->> 'precision')::real,
+               (c -> 'summary' ->> 'no_answer_correct')::real, (c ->> 'utility')::real
+          FROM jsonb_array_elements(result -> 'groups') g
+         CROSS JOIN LATERAL (SELECT CASE WHEN (g ->> 'rerank')::boolean THEN g -> 'cross_encoder'
+                                         ELSE g -> 'cosine' END AS c) chosen
+         WHERE g ? 'questions'
+         UNION ALL
+        -- The learned decision for code inputs: what it gives on the inputs it was fitted on.
+        SELECT '(code)', (decision -> 'fitted_on' ->> 'inputs')::integer, NULL, NULL, NULL,
+               (decision ->> 'max_notes')::integer, NULL, NULL, NULL,
+               (decision -> 'fitted_on' -> 'outcome' ->> 'recall')::real,
+               (decision -> 'fitted_on' -> 'outcome' ->> 'precision')::real,
+               (decision -> 'fitted_on' -> 'outcome' ->> 'clean_empty')::real, NULL
+         WHERE decision IS NOT NULL) x
+     ORDER BY x.grp <> '*', x.grp = '(code)', x.grp;
+END $$;
+
+COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean, integer) IS
+    'Chooses fb_retrieve''s settings on the golden questions of a split (default tune): scores every question''s '
+    '20 first-stage candidates with the cross-encoder once, then for cross-encoder and cosine ranking picks the '
+    'floor, relative cut and most notes that maximise (lessons found - lambda x irrelevant notes injected) / '
+    'questions (lambda: what one misleading note costs, in found lessons; default 0.5), per task_type with at '
+    'least min_questions questions and for all (''*''); reranks a task_type only where that beats cosine; picks '
+    'the cheapest selective-reranking bounds (fewest pairs at the 95th percentile, then on average) whose '
+    'recall@3 and precision stay within tolerance of reranking every candidate, and the near-tie margins. With '
+    'apply (default) it replaces the rows of feedback_retrieval_settings. Returns the chosen cut and its numbers '
+    'per row (of the scorer the row uses). Prose questions choose these; code inputs (_fb_input_kind) fit the '
+    'learned decision instead (_fb_fit_decision: logistic regression over each candidate''s features times a gate, '
+    'logistic regression over the input''s vector that tells whether any note applies to it; the '
+    'threshold that maximises the worst of applicable notes injected, injected notes that apply and clean inputs '
+    'left empty, at most 5 notes; each input embedded whole and, with code_segments > 0, in that many windows of '
+    'lines too, which fb_retrieve then embeds as well), stored on the ''*'' row (decision) and reported as row ''(code)'' (recall_at_3: '
+    'applicable notes injected; precision: injected notes that apply; no_answer_correct: clean inputs left empty). '
+    'Report on the other split with fb_eval(split => ''test'').';

@@ -228,7 +228,7 @@ BEGIN
             -- a context has its own), best first, at most its max_notes (a caller's min_score and final_k replace
             -- them).
             scores := _fb_decide(query, cand.docs, cand.contexts, cand.sims, cand.segments, cardinality(segs),
-                                 decision);
+                                 decision, q::real[]);
             picked := _fb_rank_notes(
                 CASE WHEN min_score IS NOT NULL THEN scores
                      ELSE ARRAY(SELECT CASE WHEN scores[i] >= CASE WHEN btrim(cand.contexts[i]) <> ''

@@ -2,7 +2,8 @@
 //! the install of a new library and `ALTER EXTENSION pg_feedback UPDATE`, and its old functions call these by
 //! symbol name. Newer versions replace them in SQL (`sql = false`: no SQL is generated for them), so they keep
 //! their old behaviour: 0.1.0's the model named by `pg_feedback.embedding_model` and text ids, 0.3.0's
-//! `_fb_rank`, 0.7.0's `_fb_segments` (always the windows its decisions were fitted with).
+//! `_fb_rank`, 0.7.0's `_fb_segments` (always the windows its decisions were fitted with), 0.7.0-0.11.0's
+//! `_fb_decide` (no input vector: scored without a decision's gate).
 
 use feedback_core::model::TextRole;
 use feedback_core::note;
@@ -92,4 +93,18 @@ fn _fb_rank(
         .collect();
     // 0.3.0's default margin: pg_feedback.tie_margin now means a cosine margin.
     rank(&candidates, scale(floor), 0.02, final_k.max(0) as usize).into_iter().map(|i| i as i32 + 1).collect()
+}
+
+#[pg_extern(sql = false)]
+#[allow(clippy::too_many_arguments)]
+fn _fb_decide(
+    query: &str,
+    docs: Vec<Option<String>>,
+    contexts: Vec<Option<String>>,
+    cosines: Vec<Option<f32>>,
+    segment_cosines: Vec<Option<f32>>,
+    n_segments: i32,
+    decision: pgrx::JsonB,
+) -> Vec<f32> {
+    crate::decide::decide(query, docs, contexts, cosines, segment_cosines, n_segments, decision, None)
 }

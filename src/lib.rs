@@ -80,7 +80,7 @@ extension_sql_file!(
         decide::_fb_input_kind,
         decide::_fb_segments_for,
         decide::_fb_shipped_decision,
-        decide::_fb_decide
+        decide::_fb_decide_for
     ]
 );
 extension_sql_file!(

@@ -45,7 +45,8 @@ mod tests {
         assert!(one::<bool>("SELECT _fb_decision(_fb_active_model()) ->> 'threshold' IS NOT NULL"));
         let p = one::<Vec<f32>>(
             r#"SELECT _fb_decide('cur.execute("SELECT 1 WHERE id = " + id)', ARRAY['Bind ids as parameters', 'Close files'],
-                                 ARRAY['', ''], ARRAY[0.8, 0.6]::real[], ARRAY[0.85, 0.6]::real[], 0, _fb_decision(_fb_active_model()))"#,
+                                 ARRAY['', ''], ARRAY[0.8, 0.6]::real[], ARRAY[0.85, 0.6]::real[], 0, _fb_decision(_fb_active_model()),
+                                 (fb_embed_batch(ARRAY['cur.execute("SELECT 1 WHERE id = " + id)'], true))[1]::real[])"#,
         );
         assert!(p.len() == 2 && p.iter().all(|x| (0.0..=1.0).contains(x)) && p[0] > p[1], "{p:?}");
     }
@@ -60,7 +61,16 @@ mod tests {
         Spi::run(
             r#"SELECT _fb_decide('x', ARRAY['y'], ARRAY[''], ARRAY[0.5]::real[], ARRAY[0.5]::real[], 0,
                                  '{"features": ["cosine"], "mean": [0], "scale": [1], "weights": [1], "bias": 0,
-                                   "threshold": 0.5}')"#,
+                                   "threshold": 0.5}', '{}')"#,
+        )
+        .unwrap();
+    }
+
+    #[pg_test(error = "the decision reads the input's vector of 384 dimensions, not 3")]
+    fn a_decision_with_a_gate_refuses_a_vector_of_another_length() {
+        Spi::run(
+            r#"SELECT _fb_decide('x', ARRAY['y'], ARRAY[''], ARRAY[0.5]::real[], ARRAY[0.5]::real[], 0,
+                                 _fb_shipped_decision(), ARRAY[0.1, 0.2, 0.3]::real[])"#,
         )
         .unwrap();
     }

@@ -9,8 +9,8 @@ use pgrx::JsonB;
 
 use crate::error::FbError;
 
-/// The decision shipped with the extension, fitted on the project's tune authors' code inputs
-/// (data/golden_code, `cargo run -p feedback_core --example fit_decision`) for the model it names.
+/// The decision shipped with the extension, fitted on the project's tune authors' code inputs (data/golden_code A-D)
+/// for the model it names: `fb_calibrate()` on the demo database, its '*' row's decision.
 const SHIPPED: &str = include_str!("../../data/decision/code.json");
 
 /// `prose` (a question, a description) or `code` (a snippet, a diff, a config file): at least two lines that look
@@ -90,10 +90,13 @@ fn decision_of(value: serde_json::Value) -> Decision {
 
 /// Probability that each candidate applies to a code input: candidates in first-stage order, each with its
 /// text (lesson, correction, wrong answer), its context (the reviewed input that led to it; blank: none), the
-/// cosine of the whole input and the best cosine of any segment.
-#[pg_extern(immutable, parallel_safe)]
+/// cosine of the whole input and the best cosine of any segment; `query_vector` is the input's own vector (as
+/// fb_retrieve embeds it), which a decision with a gate reads. Its own C symbol: 0.7.0-0.11.0's seven-argument
+/// `_fb_decide` keeps `_fb_decide_wrapper` (src/compat.rs).
+#[pg_extern(immutable, parallel_safe, name = "_fb_decide")]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
-fn _fb_decide(
+#[allow(clippy::too_many_arguments)] // the SQL signature: one array per candidate field
+fn _fb_decide_for(
     query: &str,
     docs: Vec<Option<String>>,
     contexts: Vec<Option<String>>,
@@ -101,6 +104,24 @@ fn _fb_decide(
     segment_cosines: Vec<Option<f32>>,
     n_segments: i32,
     decision: JsonB,
+    query_vector: Vec<Option<f32>>,
+) -> Vec<f32> {
+    let vector: Vec<f32> = query_vector.iter().map(|v| v.unwrap_or(0.0)).collect();
+    decide(query, docs, contexts, cosines, segment_cosines, n_segments, decision, Some(&vector))
+}
+
+/// [`_fb_decide_for`]'s work. `vector` None: an old SQL caller that has none, scored without the gate (as
+/// before 0.12.0); a vector not of the gate's length is refused.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn decide(
+    query: &str,
+    docs: Vec<Option<String>>,
+    contexts: Vec<Option<String>>,
+    cosines: Vec<Option<f32>>,
+    segment_cosines: Vec<Option<f32>>,
+    n_segments: i32,
+    decision: JsonB,
+    vector: Option<&[f32]>,
 ) -> Vec<f32> {
     if docs.len() != cosines.len() || docs.len() != segment_cosines.len() || docs.len() != contexts.len() {
         FbError::invalid_argument(
@@ -115,7 +136,21 @@ fn _fb_decide(
     let c: Vec<f32> = cosines.iter().map(|c| c.unwrap_or(-1.0)).collect();
     let s: Vec<f32> = segment_cosines.iter().map(|c| c.unwrap_or(-1.0)).collect();
     let rows = featurize(&raw_features(query, &docs, &contexts, &c, &s), n_segments.max(0) as usize);
-    d.predict(&rows).into_iter().map(|p| p as f32).collect()
+    let Some(vector) = vector else {
+        return d.predict(&rows).into_iter().map(|p| p as f32).collect();
+    };
+    let scores = d.score(&rows, vector).unwrap_or_else(|| {
+        FbError::invalid_argument(
+            format!(
+                "the decision reads the input's vector of {} dimensions, not {}",
+                d.gate.as_ref().map_or(0, |g| g.weights.len()),
+                vector.len()
+            ),
+            "Pass the input's vector from the model the decision was fitted for (fb_embed_batch(ARRAY[query], true)).",
+        )
+        .report()
+    });
+    scores.into_iter().map(|p| p as f32).collect()
 }
 
 /// Fits the decision on golden code inputs (a JSON array of {query, n_segments, graded: [[id, grade]...],

@@ -6,6 +6,11 @@
 //! the cosine of the whole input, of its best segment, their gaps to the best candidate's, the first-stage rank,
 //! the lexical share and weight of the note's words in the input ([`super::code::lexical`]), and the input's
 //! length in segments.
+//!
+//! A decision may also carry a [`Gate`]: logistic regression on the input's own vector (its embedding, as a
+//! query) that gives the probability that any note applies to the input at all. A note's probability is then its
+//! candidate probability times the gate's. The candidate features rank the notes of one input well but cannot
+//! tell clean code from the faulty code it resembles; the input's vector, fitted on graded inputs, can a little.
 
 use serde::{Deserialize, Serialize};
 
@@ -110,6 +115,54 @@ pub struct Decision {
     /// without contexts, `threshold` for every note.
     #[serde(default)]
     pub threshold_context: Option<f64>,
+    /// Whether the input needs a note at all, from its own vector; None: every input passes (fitted without
+    /// the inputs' vectors, every decision before 0.12.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+}
+
+/// Logistic regression on an input's vector: the probability that some note applies to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    pub mean: Vec<f64>,
+    pub scale: Vec<f64>,
+    pub weights: Vec<f64>,
+    pub bias: f64,
+}
+
+/// L2 penalty of the gate's standardised weights (one per dimension of the vector: many against a few hundred
+/// graded inputs).
+const GATE_L2: f64 = 10.0;
+
+/// Folds of the cross-fitting that gives each tune input a gate probability from a gate fitted without it.
+const GATE_FOLDS: usize = 5;
+
+impl Gate {
+    /// Fitted on input vectors (all of one length) and whether some note applies to each; None without vectors.
+    pub fn fit(vectors: &[&[f32]], any_applies: &[bool]) -> Option<Gate> {
+        let dims = vectors.first()?.len();
+        if dims == 0 || vectors.iter().any(|v| v.len() != dims) {
+            return None;
+        }
+        let names: Vec<String> = (0..dims).map(|i| format!("v{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let rows: Vec<Vec<f64>> = vectors.iter().map(|v| v.iter().map(|&x| x as f64).collect()).collect();
+        let d = fit_named(&names, &rows, any_applies, 1.0, GATE_L2);
+        Some(Gate { mean: d.mean, scale: d.scale, weights: d.weights, bias: d.bias })
+    }
+
+    /// The probability that some note applies to the input of this vector; None when its length is not the
+    /// gate's (a vector of another model).
+    pub fn predict(&self, vector: &[f32]) -> Option<f64> {
+        (vector.len() == self.weights.len())
+            .then(|| probability(vector.iter().map(|&v| v as f64), &self.mean, &self.scale, &self.weights, self.bias))
+    }
+}
+
+/// Logistic regression's probability for one row of features: standardised, weighted, plus the bias.
+fn probability(x: impl Iterator<Item = f64>, mean: &[f64], scale: &[f64], weights: &[f64], bias: f64) -> f64 {
+    let z: f64 = x.zip(mean).zip(scale).zip(weights).map(|(((v, m), s), w)| w * (v - m) / s).sum();
+    sigmoid(z + bias)
 }
 
 fn sigmoid(z: f64) -> f64 {
@@ -119,18 +172,17 @@ fn sigmoid(z: f64) -> f64 {
 impl Decision {
     /// Probability that each candidate applies.
     pub fn predict(&self, rows: &[Vec<f64>]) -> Vec<f64> {
-        rows.iter()
-            .map(|x| {
-                let z: f64 = x
-                    .iter()
-                    .zip(&self.mean)
-                    .zip(&self.scale)
-                    .zip(&self.weights)
-                    .map(|(((v, m), s), w)| w * (v - m) / s)
-                    .sum();
-                sigmoid(z + self.bias)
-            })
-            .collect()
+        rows.iter().map(|x| probability(x.iter().copied(), &self.mean, &self.scale, &self.weights, self.bias)).collect()
+    }
+
+    /// Probability that each candidate applies to the input of `vector`: [`Self::predict`] times the gate's
+    /// probability for the input. None when the decision has a gate and `vector` is not of its length.
+    pub fn score(&self, rows: &[Vec<f64>], vector: &[f32]) -> Option<Vec<f64>> {
+        let gate = match &self.gate {
+            Some(g) => g.predict(vector)?,
+            None => 1.0,
+        };
+        Some(self.predict(rows).into_iter().map(|p| p * gate).collect())
     }
 
     /// Whether this decision reads the features this build computes.
@@ -236,6 +288,7 @@ pub fn fit_named(names: &[&str], rows: &[Vec<f64>], labels: &[bool], positive_we
         weights: w[..d].to_vec(),
         threshold: 0.5,
         threshold_context: None,
+        gate: None,
     }
 }
 
@@ -312,10 +365,13 @@ pub struct FitCandidate {
     pub segment: f32,
 }
 
-/// One golden input: the query, how many segments it was cut into, its graded notes, its candidates.
+/// One golden input: the query, its vector (as fb_retrieve embeds it; empty: not given), how many segments it was
+/// cut into, its graded notes, its candidates.
 #[derive(Debug, Clone, Deserialize)]
 pub struct FitInput {
     pub query: String,
+    #[serde(default)]
+    pub vector: Vec<f32>,
     pub n_segments: usize,
     #[serde(default)]
     pub graded: Vec<(i64, i16)>,
@@ -323,15 +379,18 @@ pub struct FitInput {
 }
 
 /// Fits the decision on golden inputs: logistic regression on every candidate (grade 2: applies; positives
-/// weighted by the square root of the class ratio), then [`choose_threshold`] with at most `limit` notes per
-/// input. When some notes carry a context, every input is also fitted with the contexts left out, so that the
-/// decision also holds for notes without one, and each pass gets its own threshold; the outcome returned is the
-/// pass with contexts (when there is one). None when no candidate applies. `interrupt` runs once per input.
+/// weighted by the square root of the class ratio), and, when every input carries its vector, a [`Gate`] on
+/// those vectors; then [`choose_threshold`] with at most `limit` notes per input, on each candidate's probability
+/// times its input's gate probability from a gate fitted without that input (cross-fitted in [`GATE_FOLDS`]
+/// interleaved folds: a gate scores the inputs it was fitted on too well to choose a threshold by). When some
+/// notes carry a context, every input is also fitted with the contexts left out, so that the decision also holds
+/// for notes without one, and each pass gets its own threshold; the outcome returned is the pass with contexts
+/// (when there is one). None when no candidate applies. `interrupt` runs once per input and per gate fit.
 pub fn fit_inputs(inputs: &[FitInput], limit: usize, interrupt: &mut dyn FnMut()) -> Option<(Decision, Outcome)> {
     let (mut rows, mut labels, mut per_input) = (Vec::new(), Vec::new(), Vec::new());
     let any_context = inputs.iter().flat_map(|q| &q.candidates).any(|c| !c.context.trim().is_empty());
     let passes: &[bool] = if any_context { &[true, false] } else { &[false] };
-    for (q, &with_context) in inputs.iter().flat_map(|q| passes.iter().map(move |p| (q, p))) {
+    for ((n, q), &with_context) in inputs.iter().enumerate().flat_map(|q| passes.iter().map(move |p| (q, p))) {
         interrupt();
         let docs: Vec<&str> = q.candidates.iter().map(|c| c.doc.as_str()).collect();
         let ctx: Vec<&str> = q.candidates.iter().map(|c| if with_context { c.context.as_str() } else { "" }).collect();
@@ -341,7 +400,7 @@ pub fn fit_inputs(inputs: &[FitInput], limit: usize, interrupt: &mut dyn FnMut()
         let applies: Vec<bool> =
             q.candidates.iter().map(|c| q.graded.iter().any(|&(id, g)| id == c.id && g >= 2)).collect();
         labels.extend(applies.iter().copied());
-        per_input.push((with_context, f.clone(), applies, q.graded.iter().filter(|g| g.1 >= 2).count()));
+        per_input.push((n, with_context, f.clone(), applies, q.graded.iter().filter(|g| g.1 >= 2).count()));
         rows.extend(f);
     }
     let positives = labels.iter().filter(|&&y| y).count();
@@ -350,13 +409,36 @@ pub fn fit_inputs(inputs: &[FitInput], limit: usize, interrupt: &mut dyn FnMut()
     }
     let weight = ((labels.len() - positives) as f64 / positives as f64).sqrt().max(1.0);
     let mut d = fit(&rows, &labels, weight, 1.0);
+    // The gate, and each input's probability from a gate fitted on the other folds (1: no gate).
+    let vectors: Vec<&[f32]> = inputs.iter().map(|q| q.vector.as_slice()).collect();
+    let any_applies: Vec<bool> = inputs.iter().map(|q| q.graded.iter().any(|g| g.1 >= 2)).collect();
+    let mut gated = vec![1.0; inputs.len()];
+    d.gate = Gate::fit(&vectors, &any_applies);
+    if d.gate.is_some() && any_applies.iter().any(|&a| a) && any_applies.iter().any(|&a| !a) {
+        for fold in 0..GATE_FOLDS.min(inputs.len()) {
+            interrupt();
+            let (mut v, mut y) = (Vec::new(), Vec::new());
+            for i in (0..inputs.len()).filter(|i| i % GATE_FOLDS != fold) {
+                v.push(vectors[i]);
+                y.push(any_applies[i]);
+            }
+            if let Some(g) = Gate::fit(&v, &y) {
+                for i in (0..inputs.len()).filter(|i| i % GATE_FOLDS == fold) {
+                    gated[i] = g.predict(vectors[i]).unwrap_or(1.0);
+                }
+            }
+        }
+    } else {
+        // Every input needs a note, or none does: the vectors cannot tell them apart.
+        d.gate = None;
+    }
     // One threshold per pass: with the notes' contexts, and without.
     let judged = |with: bool| -> Vec<Judged> {
         per_input
             .iter()
-            .filter(|p| p.0 == with)
-            .map(|(_, f, applies, applicable)| Judged {
-                probs: d.predict(f),
+            .filter(|p| p.1 == with)
+            .map(|(n, _, f, applies, applicable)| Judged {
+                probs: d.predict(f).into_iter().map(|p| p * gated[*n]).collect(),
                 applies: applies.clone(),
                 applicable: *applicable,
             })
@@ -427,5 +509,46 @@ mod tests {
         assert!(o.threshold > 0.4 && o.threshold <= 0.5);
         let none = outcome(&inputs, 2.0, 5);
         assert_eq!((none.recall, none.precision, none.clean_empty), (0.0, 1.0, 1.0));
+    }
+
+    fn input(n: usize, faulty: bool) -> FitInput {
+        // Faulty inputs lean one way on the first of four dimensions, clean ones the other; candidate 1 applies
+        // to faulty inputs and looks the same in both.
+        let lean = if faulty { 1.0 } else { -1.0 };
+        let wobble = (n as f32 * 0.71).sin();
+        FitInput {
+            query: format!("SELECT * FROM t WHERE id = {n}\nreturn rows"),
+            vector: vec![0.3 * lean + 0.2 * wobble, wobble, 0.5, -(n as f32 * 0.13).cos()],
+            n_segments: 0,
+            graded: if faulty { vec![(1, 2)] } else { vec![] },
+            candidates: vec![
+                FitCandidate { id: 1, doc: "bind ids".into(), context: String::new(), cosine: 0.8, segment: 0.8 },
+                FitCandidate { id: 2, doc: "close files".into(), context: String::new(), cosine: 0.6, segment: 0.6 },
+            ],
+        }
+    }
+
+    #[test]
+    fn the_gate_leaves_clean_inputs_empty_when_their_vectors_differ() {
+        let inputs: Vec<FitInput> = (0..60).map(|n| input(n, n % 3 != 0)).collect();
+        let (d, o) = fit_inputs(&inputs, 3, &mut || {}).expect("a decision");
+        assert_eq!(d, fit_inputs(&inputs, 3, &mut || {}).unwrap().0, "deterministic");
+        let gate = d.gate.as_ref().expect("fitted with the inputs' vectors");
+        assert_eq!(gate.weights.len(), 4);
+        assert!(o.clean_empty > 0.9 && o.recall > 0.9, "{o:?}");
+        // A decision with a gate needs the input's vector, of its length.
+        let rows = featurize(&raw_features("x", &["bind ids"], &[""], &[0.8], &[0.8]), 0);
+        assert!(d.score(&rows, &[0.0; 3]).is_none());
+        let faulty = d.score(&rows, &inputs[1].vector).unwrap()[0];
+        let clean = d.score(&rows, &inputs[0].vector).unwrap()[0];
+        assert!(faulty >= d.threshold && clean < d.threshold, "{faulty} {clean} {}", d.threshold);
+        // Without vectors there is no gate; a decision without one scores as before, and reads as before.
+        let bare: Vec<FitInput> = inputs.iter().cloned().map(|q| FitInput { vector: vec![], ..q }).collect();
+        let (plain, _) = fit_inputs(&bare, 3, &mut || {}).unwrap();
+        assert!(plain.gate.is_none());
+        assert_eq!(plain.score(&rows, &[]).unwrap(), plain.predict(&rows));
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(json.get("gate").is_none());
+        assert_eq!(serde_json::from_value::<Decision>(json).unwrap(), plain);
     }
 }
