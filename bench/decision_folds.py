@@ -1,10 +1,10 @@
 """Leave one tune author out: does the code decision's gate hold on an author it was not fitted on?
 
-The extension's own fit (_fb_fit_decision, as fb_calibrate calls it) on three of the tune authors A-D and its own
-scoring (_fb_decide) on the fourth, with the gate (the inputs' vectors given) and without it (no vectors: the
-candidate model alone). Reports, per held-out tune author, the share of applicable notes injected, of injected notes
-that apply and of clean inputs left empty, as fb_retrieve would decide (thresholds, at most max_notes). Never reads
-the test authors (E, F). Run against the demo database (make demo):
+The extension's own fit (_fb_fit_decision, as fb_calibrate calls it) on all but one of the tune authors (A-D, G-J)
+and its own scoring (_fb_decide) on the one left out, with the gate (the inputs' vectors given) and without it (no
+vectors: the candidate model alone). Reports, per held-out tune author, the share of applicable notes injected, of
+injected notes that apply and of clean inputs left empty, as fb_retrieve would decide (thresholds, at most
+max_notes). Never reads the test authors (E, F). Run against the demo database (make demo):
 
     .venv/bin/python bench/decision_folds.py [PORT]
 """
@@ -14,7 +14,7 @@ import sys
 
 from common import ROOT, connect
 
-TUNE = "ABCD"
+TUNE = "ABCDGHIJ"
 
 # One golden code input as fb_calibrate hands it to _fb_fit_decision, plus what _fb_decide needs.
 INPUT = """
@@ -87,7 +87,7 @@ def main():
                       f" clean left empty {o[2]:.3f}", flush=True)
         for name, rows in totals.items():
             mean = [sum(r[k] for r in rows) / len(rows) for k in range(3)]
-            print(f"mean of the four, {name:15s}: {mean[0]:.3f} / {mean[1]:.3f} / {mean[2]:.3f}")
+            print(f"mean of the folds, {name:15s}: {mean[0]:.3f} / {mean[1]:.3f} / {mean[2]:.3f}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """End-to-end: retrieval for code inputs (issue 19) on the project's golden sets, through real sessions.
 
 - The held-out authors' code inputs (data/golden_code E and F, split test: never used to fit anything) are scored
-  by fb_eval as a reviewer, with the shipped decision and the sample notes' contexts: the share of applicable notes injected, of injected notes
-  that apply and of clean inputs left empty must stay at or above what 0.11.0 measured (regression floors; the
-  issue's targets, 0.7 each, are NOT met) and above the 0.6.0 pipeline's.
+  by fb_eval as a reviewer, with the shipped decision and the sample notes' contexts: the share of applicable notes
+  injected, of injected notes that apply and of clean inputs left empty must stay at or above what 0.12.0 measured
+  (regression floors; the issue's targets, 0.7 each, are NOT met) and above the 0.6.0 pipeline's.
+- The tune authors written after the shipped decision was fitted (G-J) are a second check of it, through fb_retrieve
+  as a reader: regression floors again.
 - The paraphrase questions' test split is no worse than before on the same kind of CPU: 0.6.0 measured recall@3
   0.669, precision 0.713, no-answer 0.738 on AVX-512 VNNI; the int8 kernels of an AVX2-only machine move a few
   answers, and there 0.9.0 measured 0.686 / 0.706 / 0.726.
@@ -19,7 +21,8 @@ Run by make test against the end-to-end server: python tests/e2e/code_inputs.py 
 import json
 import sys
 
-from harness import connect as _connect, ensure_roles, expect_error, fresh_database, isa, load_sample, one, run_tests
+from harness import (ROOT, connect as _connect, ensure_roles, expect_error, fresh_database, isa, load_sample, one,
+                     run_tests)
 
 PORT = int(sys.argv[1])
 BINDIR = sys.argv[2]
@@ -31,6 +34,10 @@ REVIEWER, READER, WRITER = "fb_c_reviewer", "fb_c_reader", "fb_c_writer"
 # time) 0.396 / 0.632 / 0.362; 0.12.0 (the decision's gate on the input's vector) 0.533 / 0.610 / 0.511. Floors
 # about 2.5 points below: other int8 kernels move a few answers.
 CODE_FLOORS = {"applicable_injected": 0.50, "injected_apply": 0.58, "no_answer_correct": 0.48}
+# The tune authors the shipped decision was not fitted on (G-J, written after it; fb_calibrate now fits on them
+# too): 0.443 / 0.530 / 0.510 on AVX-512 VNNI when first measured. Floors about 2.5 points below.
+UNSEEN_AUTHORS = "GHIJ"
+UNSEEN_FLOORS = {"applicable_injected": 0.42, "injected_apply": 0.505, "no_answer_correct": 0.485}
 # 0.6.0's pipeline on the same inputs: 0.126 / 0.311 / 0.319.
 CODE_BEFORE = {"applicable_injected": 0.126, "injected_apply": 0.311}
 # The paraphrase questions' test split before this pipeline, per instruction set (harness.isa): 0.6.0 on AVX-512
@@ -77,6 +84,31 @@ def test_held_out_code_inputs_and_paraphrases():
     print(f"# held-out code inputs: applicable injected {code['applicable_injected']:.3f}, injected that apply "
           f"{code['injected_apply']:.3f}, clean left empty {code['no_answer_correct']:.3f}; paraphrases: recall@3 "
           f"{prose['recall_at_k']:.3f}, precision {prose['precision']:.3f}, no-answer {prose['no_answer_correct']:.3f}")
+
+
+def test_authors_the_shipped_decision_never_saw():
+    """fb_retrieve's defaults, as a reader, over the inputs of the tune authors written after the shipped decision was
+    fitted (on A-D): a second check, on 320 more inputs, that its figures carry to code it was not fitted on."""
+    found = applicable = injected = clean = empty = 0
+    with connect(READER) as c:
+        for author in UNSEEN_AUTHORS:
+            with open(f"{ROOT}/data/golden_code/{author}.jsonl") as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+            for r in rows:
+                query = (r["question"] + "\n" if r["question"] else "") + r["input"]
+                got = {x[0] for x in c.execute("SELECT lesson FROM fb_retrieve(%s, %s)", (query, r["task_type"]))}
+                good = {lesson for lesson, grade in r["grades"].items() if grade >= 2}
+                found += len(got & good)
+                applicable += len(good)
+                injected += len(got)
+                clean += not good
+                empty += not good and not got
+    got = {"applicable_injected": found / applicable, "injected_apply": found / injected,
+           "no_answer_correct": empty / clean}
+    assert applicable > 300 and clean == 96, (applicable, clean)
+    for k, floor in UNSEEN_FLOORS.items():
+        assert got[k] >= floor, (k, got[k], floor)
+    print("# authors G-J, shipped decision: " + ", ".join(f"{k} {v:.3f}" for k, v in got.items()))
 
 
 def test_calibrate_fits_the_decision_and_retrieval_uses_it():
@@ -162,6 +194,7 @@ def test_readme_examples():
 
 if __name__ == "__main__":
     setup()
-    run_tests("code_inputs", [test_held_out_code_inputs_and_paraphrases, test_calibrate_fits_the_decision_and_retrieval_uses_it,
+    run_tests("code_inputs", [test_held_out_code_inputs_and_paraphrases, test_authors_the_shipped_decision_never_saw,
+                              test_calibrate_fits_the_decision_and_retrieval_uses_it,
                               test_a_notes_context_is_redacted_kept_and_purged,
                               test_ranking_mode_returns_final_k_in_score_order, test_readme_examples])
