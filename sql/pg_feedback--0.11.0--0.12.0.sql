@@ -21,6 +21,8 @@
 --   feedback_retrieval_judgments: reviewers lose INSERT and UPDATE on it, so judged_by is always the acting role.
 -- - fb_find_conflicts(record => true) works on a task_type with notes of several tenants, and locks only the
 --   caller's.
+-- - feedback_worker shows the worker's queue, counters and loaded models (every database's activity) only to roles
+--   that may read all statistics (pg_read_all_stats).
 
 \echo Use "ALTER EXTENSION pg_feedback UPDATE TO '0.12.0'" to load this file. \quit
 
@@ -1104,3 +1106,36 @@ COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean, in
     'lines too, which fb_retrieve then embeds as well), stored on the ''*'' row (decision) and reported as row ''(code)'' (recall_at_3: '
     'applicable notes injected; precision: injected notes that apply; no_answer_correct: clean inputs left empty). '
     'Report on the other split with fb_eval(split => ''test'').';
+
+-- feedback_worker shows the worker's queue, counters and loaded models (every database's activity) only to roles
+-- that may read all statistics; its mode and configuration to every role granted the view, as before.
+CREATE OR REPLACE VIEW feedback_worker AS
+SELECT w.mode, w.pid, w.started_at, w.restarts, w.runners, w.threads, w.merge_requests,
+       CASE WHEN s.may THEN w.loaded_models END AS loaded_models,
+       CASE WHEN s.may THEN w.queue_depth END AS queue_depth,
+       CASE WHEN s.may THEN w.in_flight END AS in_flight,
+       CASE WHEN s.may THEN w.batches END AS batches,
+       CASE WHEN s.may THEN w.requests END AS requests,
+       CASE WHEN s.may THEN w.texts END AS texts,
+       CASE WHEN s.may THEN w.pairs END AS pairs,
+       CASE WHEN s.may THEN w.model_runs END AS model_runs,
+       CASE WHEN s.may THEN w.texts_per_run END AS texts_per_run,
+       CASE WHEN s.may THEN w.pairs_per_run END AS pairs_per_run,
+       CASE WHEN s.may THEN w.requests_per_batch END AS requests_per_batch,
+       CASE WHEN s.may THEN w.wait_ms END AS wait_ms,
+       CASE WHEN s.may THEN w.run_ms END AS run_ms,
+       CASE WHEN s.may THEN w.errors END AS errors
+  FROM _fb_worker_status() w
+ CROSS JOIN (SELECT pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') AS may) s;
+
+
+COMMENT ON VIEW feedback_worker IS
+    'The shared inference worker (pg_feedback in shared_preload_libraries): mode this session uses (worker or backend), '
+    'pid, start time, restarts, runners (model runs at once) and intra-op threads per runner, whether requests of '
+    'different sessions share model runs, loaded models '
+    '(kind: name@sha256 of the weights), requests queued and taken (running or waiting for a runner) now, and since '
+    'server start: batches (worker '
+    'wake-ups that answered requests), requests, texts embedded, pairs scored, model runs, texts and pairs per model run, '
+    'requests per batch, total time requests waited in the queue and time spent running models (ms), and errors. '
+    'Without the preloaded library only mode is set. The queue, the counters and the loaded models are the whole '
+    'cluster''s: NULL unless the caller may read all statistics (pg_read_all_stats, pg_monitor, a superuser).';

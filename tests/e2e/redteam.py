@@ -22,6 +22,7 @@ DB = "fb_redteam"
 READER, WRITER, REVIEWER, MALLORY = "fb_r_reader", "fb_r_writer", "fb_r_reviewer", "fb_r_mallory"
 ALICE, BOB = "fb_r_alice", "fb_r_bob"            # members of tenants TEAM_A and TEAM_B
 REVIEWER_B = "fb_r_reviewer_b"                   # a reviewer of tenant TEAM_B
+MONITOR = "fb_r_monitor"                         # a reader who may read all statistics (pg_read_all_stats)
 TEAM_A, TEAM_B = "fb_r_team_a", "fb_r_team_b"
 TASK = "sql_injection_scan"
 
@@ -32,8 +33,10 @@ def connect(user="postgres", autocommit=True):
 
 def setup():
     fresh_database(PORT, DB)
-    ensure_roles(PORT, (READER, WRITER, REVIEWER, MALLORY, ALICE, BOB, REVIEWER_B), (TEAM_A, TEAM_B),
-                 [("feedback_reader", [READER]), ("feedback_writer", [WRITER, MALLORY, ALICE, BOB]),
+    ensure_roles(PORT, (READER, WRITER, REVIEWER, MALLORY, ALICE, BOB, REVIEWER_B, MONITOR),
+                 (TEAM_A, TEAM_B),
+                 [("feedback_reader", [READER, MONITOR]), ("pg_read_all_stats", [MONITOR]),
+                  ("feedback_writer", [WRITER, MALLORY, ALICE, BOB]),
                   ("feedback_reviewer", [REVIEWER, REVIEWER_B]), (TEAM_A, [ALICE]), (TEAM_B, [BOB, REVIEWER_B])])
     with _connect(PORT, "postgres") as c:
         c.execute(f"GRANT CREATE, TEMPORARY ON DATABASE {DB} TO {WRITER}")
@@ -394,6 +397,29 @@ def test_p8_find_conflicts_records_on_a_task_type_of_several_tenants():
         rv.execute("SELECT * FROM fb_find_conflicts('cache_review', record => true)").fetchall()   # raised 23502
 
 
+def test_the_workers_activity_is_shown_only_to_roles_that_read_all_statistics():
+    """The worker serves every database: its queue, counters and loaded models tell one database's readers what
+    other databases do. A reader (or writer, or reviewer) gets its mode and configuration, NULL for the rest; a role
+    with pg_read_all_stats, as for pg_stat_activity, and a superuser get all of it."""
+    hidden = ("loaded_models", "queue_depth", "in_flight", "batches", "requests", "texts", "pairs", "model_runs",
+              "texts_per_run", "pairs_per_run", "requests_per_batch", "wait_ms", "run_ms", "errors")
+    with connect() as su:
+        su.execute("SELECT fb_embed('warm the worker up')")
+        mode = one(su, "SELECT mode FROM feedback_worker")
+    for role in (READER, WRITER, REVIEWER):
+        with connect(role) as c:
+            row = c.execute(f"SELECT mode, runners, {', '.join(hidden)} FROM feedback_worker").fetchone()
+            assert row[0] == mode and all(v is None for v in row[2:]), (role, row)
+    for role in (MONITOR, "postgres"):
+        with connect(role) as c:
+            row = c.execute(f"SELECT mode, {', '.join(hidden)} FROM feedback_worker").fetchone()
+            assert row[0] == mode, (role, row)
+            if mode == "worker":   # in backend mode there is no worker to count
+                got = dict(zip(hidden, row[1:]))
+                assert got["requests"] > 0 and got["loaded_models"] and got["queue_depth"] is not None, (role, got)
+                assert got["errors"] is not None and got["run_ms"] is not None, (role, got)
+
+
 def main():
     setup()
     run_tests("redteam", [
@@ -413,6 +439,7 @@ def main():
         test_p6_purging_the_newer_note_of_a_pair_releases_the_older,
         test_p7_judgments_are_fb_judge_s_only_and_within_the_reviewer_s_tenants,
         test_p8_find_conflicts_records_on_a_task_type_of_several_tenants,
+        test_the_workers_activity_is_shown_only_to_roles_that_read_all_statistics,
     ])
 
 
