@@ -21,8 +21,8 @@
 --   feedback_retrieval_judgments: reviewers lose INSERT and UPDATE on it, so judged_by is always the acting role.
 -- - fb_find_conflicts(record => true) works on a task_type with notes of several tenants, and locks only the
 --   caller's.
--- - feedback_worker shows the worker's queue, counters and loaded models (every database's activity) only to roles
---   that may read all statistics (pg_read_all_stats).
+-- - feedback_worker (_fb_worker_status) shows the worker's queue, counters and loaded models (every database's
+--   activity) only to roles that may read all statistics (pg_read_all_stats).
 
 \echo Use "ALTER EXTENSION pg_feedback UPDATE TO '0.12.0'" to load this file. \quit
 
@@ -1107,28 +1107,8 @@ COMMENT ON FUNCTION fb_calibrate(text, real, boolean, integer, real, boolean, in
     'applicable notes injected; precision: injected notes that apply; no_answer_correct: clean inputs left empty). '
     'Report on the other split with fb_eval(split => ''test'').';
 
--- feedback_worker shows the worker's queue, counters and loaded models (every database's activity) only to roles
--- that may read all statistics; its mode and configuration to every role granted the view, as before.
-CREATE OR REPLACE VIEW feedback_worker AS
-SELECT w.mode, w.pid, w.started_at, w.restarts, w.runners, w.threads, w.merge_requests,
-       CASE WHEN s.may THEN w.loaded_models END AS loaded_models,
-       CASE WHEN s.may THEN w.queue_depth END AS queue_depth,
-       CASE WHEN s.may THEN w.in_flight END AS in_flight,
-       CASE WHEN s.may THEN w.batches END AS batches,
-       CASE WHEN s.may THEN w.requests END AS requests,
-       CASE WHEN s.may THEN w.texts END AS texts,
-       CASE WHEN s.may THEN w.pairs END AS pairs,
-       CASE WHEN s.may THEN w.model_runs END AS model_runs,
-       CASE WHEN s.may THEN w.texts_per_run END AS texts_per_run,
-       CASE WHEN s.may THEN w.pairs_per_run END AS pairs_per_run,
-       CASE WHEN s.may THEN w.requests_per_batch END AS requests_per_batch,
-       CASE WHEN s.may THEN w.wait_ms END AS wait_ms,
-       CASE WHEN s.may THEN w.run_ms END AS run_ms,
-       CASE WHEN s.may THEN w.errors END AS errors
-  FROM _fb_worker_status() w
- CROSS JOIN (SELECT pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') AS may) s;
-
-
+-- _fb_worker_status (so feedback_worker) shows the worker's queue, counters and loaded models only to roles that
+-- may read all statistics: the library decides, the view is unchanged; its comment says so.
 COMMENT ON VIEW feedback_worker IS
     'The shared inference worker (pg_feedback in shared_preload_libraries): mode this session uses (worker or backend), '
     'pid, start time, restarts, runners (model runs at once) and intra-op threads per runner, whether requests of '

@@ -74,7 +74,8 @@ fn selected() -> bool {
     }
 }
 
-/// The worker's state, one row (`feedback_worker` shows it). With the library not preloaded: mode and NULLs.
+/// The worker's state, one row (`feedback_worker` shows it). With the library not preloaded: mode and NULLs; for a
+/// role without pg_read_all_stats: mode and configuration, NULL for the queue, counters and loaded models.
 #[pg_extern(volatile, parallel_safe)]
 #[search_path(pg_catalog, @extschema@, pg_temp)]
 fn _fb_worker_status() -> TableIterator<
@@ -111,8 +112,15 @@ fn _fb_worker_status() -> TableIterator<
         ));
     }
     let s = shared::snapshot();
+    // The worker serves every database: its queue, counters and models are other databases' activity too, shown
+    // only to roles that may read every session's statistics (as pg_stat_activity decides).
+    // SAFETY: plain catalog lookups on the current user, inside a transaction.
+    let may = unsafe {
+        pg_sys::has_privs_of_role(pg_sys::GetUserId(), pg_sys::Oid::from(pg_sys::ROLE_PG_READ_ALL_STATS))
+    };
     let c = s.counters;
-    let per = |n: u64, d: u64| (d > 0).then(|| n as f64 / d as f64);
+    let per = |n: u64, d: u64| (may && d > 0).then(|| n as f64 / d as f64);
+    let count = |n: u64| may.then_some(n as i64);
     let started_at = (s.started_at != 0).then(|| {
         // SAFETY: a TimestampTz datum is its i64 value.
         unsafe { pgrx::datum::TimestampWithTimeZone::from_datum(pg_sys::Datum::from(s.started_at), false) }
@@ -126,19 +134,19 @@ fn _fb_worker_status() -> TableIterator<
         Some(s.runners as i32),
         Some(s.threads as i32),
         Some(s.merge),
-        Some(s.models),
-        Some(s.queue_depth as i32),
-        Some(s.in_flight as i32),
-        Some(c.batches as i64),
-        Some(c.requests as i64),
-        Some(c.texts as i64),
-        Some(c.pairs as i64),
-        Some((c.embed_runs + c.rerank_runs) as i64),
+        may.then_some(s.models),
+        may.then_some(s.queue_depth as i32),
+        may.then_some(s.in_flight as i32),
+        count(c.batches),
+        count(c.requests),
+        count(c.texts),
+        count(c.pairs),
+        count(c.embed_runs + c.rerank_runs),
         per(c.texts, c.embed_runs),
         per(c.pairs, c.rerank_runs),
         per(c.requests, c.batches),
-        Some(c.wait_us as f64 / 1000.0),
-        Some(c.run_us as f64 / 1000.0),
-        Some(c.errors as i64),
+        may.then_some(c.wait_us as f64 / 1000.0),
+        may.then_some(c.run_us as f64 / 1000.0),
+        count(c.errors),
     ))
 }
