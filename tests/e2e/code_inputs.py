@@ -35,9 +35,10 @@ REVIEWER, READER, WRITER = "fb_c_reviewer", "fb_c_reader", "fb_c_writer"
 # about 2.5 points below: other int8 kernels move a few answers.
 CODE_FLOORS = {"applicable_injected": 0.50, "injected_apply": 0.58, "no_answer_correct": 0.48}
 # The tune authors the shipped decision was not fitted on (G-J, written after it; fb_calibrate now fits on them
-# too): 0.443 / 0.530 / 0.510 on AVX-512 VNNI when first measured. Floors about 2.5 points below.
+# too): 0.443 / 0.530 / 0.510 on AVX-512 VNNI when first measured. Floors about 2.5 points below (clean inputs:
+# 4 points, 3 of 96).
 UNSEEN_AUTHORS = "GHIJ"
-UNSEEN_FLOORS = {"applicable_injected": 0.42, "injected_apply": 0.505, "no_answer_correct": 0.485}
+UNSEEN_FLOORS = {"applicable_injected": 0.42, "injected_apply": 0.505, "no_answer_correct": 0.47}
 # 0.6.0's pipeline on the same inputs: 0.126 / 0.311 / 0.319.
 CODE_BEFORE = {"applicable_injected": 0.126, "injected_apply": 0.311}
 # The paraphrase questions' test split before this pipeline, per instruction set (harness.isa): 0.6.0 on AVX-512
