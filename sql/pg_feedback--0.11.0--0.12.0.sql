@@ -21,6 +21,7 @@
 --   feedback_retrieval_judgments: reviewers lose INSERT and UPDATE on it, so judged_by is always the acting role.
 -- - fb_find_conflicts(record => true) works on a task_type with notes of several tenants, and locks only the
 --   caller's.
+-- - fb_notes_by and fb_purge_by find and retire the rows a reviewer stored in restore mode under another name.
 -- - feedback_worker (_fb_worker_status) shows the worker's queue, counters and loaded models (every database's
 --   activity) only to roles that may read all statistics (pg_read_all_stats).
 
@@ -651,56 +652,6 @@ COMMENT ON FUNCTION fb_find_conflicts(text, boolean) IS
     'from versions that merged by cosine alone. record => true links each pair (supersedes, superseded_by): '
     'feedback_conflicts lists it and fb_retrieve injects only the newer until a reviewer settles it.';
 
-CREATE OR REPLACE FUNCTION fb_purge_by(role text, since timestamptz, reason text)
-    RETURNS TABLE (kind text, note_id bigint, merged_hash text, old_status text)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
-    AS $$
-#variable_conflict use_column
-DECLARE
-    why text := _fb_require_reason(reason, 'fb_purge_by');
-    r record;
-    notes integer := 0;
-    merged integer := 0;
-BEGIN
-    IF role IS NULL OR _fb_normalize(role) = '' OR since IS NULL THEN
-        RAISE EXCEPTION 'fb_purge_by needs a role and a moment, not %, %', coalesce(quote_literal(role), 'NULL'),
-                        coalesce(since::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'List first with fb_notes_by(role, since); use ''-infinity'' for all time.';
-    END IF;
-    FOR r IN SELECT * FROM fb_notes_by(fb_purge_by.role, fb_purge_by.since) b WHERE b.status <> 'purged' OR b.kind = 'merged'
-    LOOP
-        IF r.kind = 'note' THEN
-            PERFORM _fb_purge_note(r.note_id, why, 'purge_by', merges_of => fb_purge_by.role);
-            notes := notes + 1;
-        ELSIF r.lesson <> '[purged]' THEN
-            PERFORM _fb_blank_merges(ARRAY(SELECT m.id FROM feedback_note_merges m
-                                            WHERE m.merged_hash = r.merged_hash AND m.into_id = r.note_id
-                                              AND m.merged_by = fb_purge_by.role));
-            INSERT INTO feedback_audit (actor, action, note_id, content_hash, reason, detail)
-            VALUES (_fb_actor(), 'purge_by_merged', r.note_id, r.merged_hash, why,
-                    jsonb_build_object('merged_by', fb_purge_by.role));
-            merged := merged + 1;
-        ELSE
-            CONTINUE;
-        END IF;
-        kind := r.kind;
-        note_id := r.note_id;
-        merged_hash := r.merged_hash;
-        old_status := r.status;
-        RETURN NEXT;
-    END LOOP;
-    INSERT INTO feedback_audit (actor, action, reason, detail)
-    VALUES (_fb_actor(), 'purge_by', why,
-            jsonb_build_object('role', fb_purge_by.role, 'since', fb_purge_by.since, 'notes', notes,
-                               'merge_records', merged));
-END $$;
-COMMENT ON FUNCTION fb_purge_by(text, timestamptz, text) IS
-    'Reviewer: retires everything one role stored since a moment (see fb_notes_by): its notes are purged (text '
-    'removed, row and history kept, never retrieved again) and its merged reports lose their text; other roles'' '
-    'reports merged into its notes are kept. Returns what it retired; each item and the call are audited.';
-
 CREATE OR REPLACE FUNCTION fb_judge(retrieval_id bigint, note_id bigint, relevant boolean)
     RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -1119,3 +1070,99 @@ COMMENT ON VIEW feedback_worker IS
     'requests per batch, total time requests waited in the queue and time spent running models (ms), and errors. '
     'Without the preloaded library only mode is set. The queue, the counters and the loaded models are the whole '
     'cluster''s: NULL unless the caller may read all statistics (pg_read_all_stats, pg_monitor, a superuser).';
+
+-- fb_notes_by lists, and fb_purge_by retires, the rows a reviewer stored as sent (restore mode) under another
+-- role's name: the restore's audit row says who stored them.
+CREATE OR REPLACE FUNCTION fb_notes_by(role text, since timestamptz DEFAULT '-infinity')
+    RETURNS TABLE (kind text, note_id bigint, merged_hash text, status text, task_type text, tenant text,
+                   lesson text, correction text, source text, at timestamptz)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+BEGIN
+    IF role IS NULL OR _fb_normalize(role) = '' OR since IS NULL THEN
+        RAISE EXCEPTION 'fb_notes_by needs a role and a moment, not %, %', coalesce(quote_literal(role), 'NULL'),
+                        coalesce(since::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'For example fb_notes_by(''app_writer'', now() - interval ''7 days''); since defaults to '
+                         'all time.';
+    END IF;
+    RETURN QUERY
+    SELECT 'note', f.id, f.content_hash, f.status, f.task_type, f.tenant, f.lesson, f.correction, f.source,
+           f.created_at
+      FROM feedback_notes f
+     WHERE f.created_by = fb_notes_by.role AND f.created_at >= since AND _fb_tenant_allowed(f.tenant)
+    UNION ALL
+    SELECT 'merged', m.into_id, m.merged_hash, t.status, m.task_type, t.tenant, m.lesson, m.correction, m.source,
+           m.merged_at
+      FROM feedback_note_merges m JOIN feedback_notes t ON t.id = m.into_id
+     WHERE m.merged_by = fb_notes_by.role AND m.merged_at >= since AND _fb_tenant_allowed(t.tenant)
+    UNION ALL
+    -- Rows a reviewer stored as sent (pg_feedback.restore_mode) carry the created_by they were sent with: the
+    -- restore's audit row names who really stored them.
+    SELECT 'restored', f.id, f.content_hash, f.status, f.task_type, f.tenant, f.lesson, f.correction, f.source, a.at
+      FROM feedback_audit a JOIN feedback_notes f ON f.id = a.note_id
+     WHERE a.action = 'restore' AND a.detail ? 'created_by' AND a.actor = fb_notes_by.role AND a.at >= since
+       AND NOT (f.created_by = fb_notes_by.role AND f.created_at >= since) AND _fb_tenant_allowed(f.tenant)
+     ORDER BY 10, 2;
+END $$;
+COMMENT ON FUNCTION fb_notes_by(text, timestamptz) IS
+    'Reviewer: what one role stored since a moment (default: ever), in time order: its notes (kind note, any '
+    'status), its reports merged into other notes (kind merged: note_id is the note it was folded into) and the rows '
+    'it stored as sent in restore mode under another name (kind restored, at: when). Only notes of the caller''s '
+    'tenants and shared ones. fb_purge_by retires all of it.';
+
+-- Retires everything one role stored since a moment: each note it created loses its text (status purged, the row,
+-- id and history stay), and so does each report of it merged into another note. Reports other roles merged into
+-- its notes keep their text: they are other reviewers' corrections. One audit row per note and per merge record,
+-- and one for the whole call.
+CREATE OR REPLACE FUNCTION fb_purge_by(role text, since timestamptz, reason text)
+    RETURNS TABLE (kind text, note_id bigint, merged_hash text, old_status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, @extschema@, @extschema:vector@, pg_temp
+    AS $$
+#variable_conflict use_column
+DECLARE
+    why text := _fb_require_reason(reason, 'fb_purge_by');
+    r record;
+    notes integer := 0;
+    merged integer := 0;
+BEGIN
+    IF role IS NULL OR _fb_normalize(role) = '' OR since IS NULL THEN
+        RAISE EXCEPTION 'fb_purge_by needs a role and a moment, not %, %', coalesce(quote_literal(role), 'NULL'),
+                        coalesce(since::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'List first with fb_notes_by(role, since); use ''-infinity'' for all time.';
+    END IF;
+    FOR r IN SELECT * FROM fb_notes_by(fb_purge_by.role, fb_purge_by.since) b WHERE b.status <> 'purged' OR b.kind = 'merged'
+    LOOP
+        IF r.kind IN ('note', 'restored') THEN
+            PERFORM _fb_purge_note(r.note_id, why, 'purge_by', merges_of => fb_purge_by.role);
+            notes := notes + 1;
+        ELSIF r.lesson <> '[purged]' THEN
+            PERFORM _fb_blank_merges(ARRAY(SELECT m.id FROM feedback_note_merges m
+                                            WHERE m.merged_hash = r.merged_hash AND m.into_id = r.note_id
+                                              AND m.merged_by = fb_purge_by.role));
+            INSERT INTO feedback_audit (actor, action, note_id, content_hash, reason, detail)
+            VALUES (_fb_actor(), 'purge_by_merged', r.note_id, r.merged_hash, why,
+                    jsonb_build_object('merged_by', fb_purge_by.role));
+            merged := merged + 1;
+        ELSE
+            CONTINUE;
+        END IF;
+        kind := r.kind;
+        note_id := r.note_id;
+        merged_hash := r.merged_hash;
+        old_status := r.status;
+        RETURN NEXT;
+    END LOOP;
+    INSERT INTO feedback_audit (actor, action, reason, detail)
+    VALUES (_fb_actor(), 'purge_by', why,
+            jsonb_build_object('role', fb_purge_by.role, 'since', fb_purge_by.since, 'notes', notes,
+                               'merge_records', merged));
+END $$;
+COMMENT ON FUNCTION fb_purge_by(text, timestamptz, text) IS
+    'Reviewer: retires everything one role stored since a moment (see fb_notes_by): its notes and the rows it '
+    'restored are purged (text '
+    'removed, row and history kept, never retrieved again) and its merged reports lose their text; other roles'' '
+    'reports merged into its notes are kept. Returns what it retired; each item and the call are audited.';

@@ -426,12 +426,20 @@ BEGIN
            m.merged_at
       FROM feedback_note_merges m JOIN feedback_notes t ON t.id = m.into_id
      WHERE m.merged_by = fb_notes_by.role AND m.merged_at >= since AND _fb_tenant_allowed(t.tenant)
+    UNION ALL
+    -- Rows a reviewer stored as sent (pg_feedback.restore_mode) carry the created_by they were sent with: the
+    -- restore's audit row names who really stored them.
+    SELECT 'restored', f.id, f.content_hash, f.status, f.task_type, f.tenant, f.lesson, f.correction, f.source, a.at
+      FROM feedback_audit a JOIN feedback_notes f ON f.id = a.note_id
+     WHERE a.action = 'restore' AND a.detail ? 'created_by' AND a.actor = fb_notes_by.role AND a.at >= since
+       AND NOT (f.created_by = fb_notes_by.role AND f.created_at >= since) AND _fb_tenant_allowed(f.tenant)
      ORDER BY 10, 2;
 END $$;
 COMMENT ON FUNCTION fb_notes_by(text, timestamptz) IS
     'Reviewer: what one role stored since a moment (default: ever), in time order: its notes (kind note, any '
-    'status) and its reports merged into other notes (kind merged: note_id is the note it was folded into). Only '
-    'notes of the caller''s tenants and shared ones. fb_purge_by retires all of it.';
+    'status), its reports merged into other notes (kind merged: note_id is the note it was folded into) and the rows '
+    'it stored as sent in restore mode under another name (kind restored, at: when). Only notes of the caller''s '
+    'tenants and shared ones. fb_purge_by retires all of it.';
 
 -- Retires everything one role stored since a moment: each note it created loses its text (status purged, the row,
 -- id and history stay), and so does each report of it merged into another note. Reports other roles merged into
@@ -457,7 +465,7 @@ BEGIN
     END IF;
     FOR r IN SELECT * FROM fb_notes_by(fb_purge_by.role, fb_purge_by.since) b WHERE b.status <> 'purged' OR b.kind = 'merged'
     LOOP
-        IF r.kind = 'note' THEN
+        IF r.kind IN ('note', 'restored') THEN
             PERFORM _fb_purge_note(r.note_id, why, 'purge_by', merges_of => fb_purge_by.role);
             notes := notes + 1;
         ELSIF r.lesson <> '[purged]' THEN
@@ -483,7 +491,8 @@ BEGIN
                                'merge_records', merged));
 END $$;
 COMMENT ON FUNCTION fb_purge_by(text, timestamptz, text) IS
-    'Reviewer: retires everything one role stored since a moment (see fb_notes_by): its notes are purged (text '
+    'Reviewer: retires everything one role stored since a moment (see fb_notes_by): its notes and the rows it '
+    'restored are purged (text '
     'removed, row and history kept, never retrieved again) and its merged reports lose their text; other roles'' '
     'reports merged into its notes are kept. Returns what it retired; each item and the call are audited.';
 
